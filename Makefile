@@ -1,0 +1,41 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# torch first, pinned: where a CPU wheel of this version is on disk (CI, this project's
+# machines) pip takes it instead of fetching a multi-GB CUDA build; elsewhere pip installs
+# the usual build for the platform (CUDA on Linux x86_64).
+TORCH ?= torch==2.13.0
+PYTEST_ARGS ?=
+
+.PHONY: setup run test lint typecheck unit clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q "$(TORCH)"
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $@
+
+setup: $(VENV)/.installed  ## create .venv and install tuner with its dev tools
+
+run: setup  ## run the default campaign (local Ray, SQLite study, CPU is fine)
+	$(BIN)/tuner run
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: setup
+	$(BIN)/mypy
+
+unit: setup  ## fast tests only (no Ray)
+	$(BIN)/pytest -q -m "not ray and not slow" $(PYTEST_ARGS)
+
+test: lint typecheck  ## lint, type-check and run every test (Ray ones included)
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,159 @@
+"""Reading a trial's flat config dict: the service's ``tuner_*`` keys and the loop's knobs.
+
+Values come from Optuna/Ray, so they are checked here, once, at the start of a trial:
+a bad value raises ``ValueError`` naming the key, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "DEVICES",
+    "LR_SCHEDULES",
+    "OPTIMIZERS",
+    "RESERVED_KEYS",
+    "RESERVED_PREFIX",
+    "LoopConfig",
+    "get_bool",
+    "get_choice",
+    "get_float",
+    "get_int",
+]
+
+RESERVED_PREFIX = "tuner_"
+# Config keys the service sets; every other key is a hyperparameter.
+RESERVED_KEYS = ("tuner_max_epochs", "tuner_seed", "tuner_checkpoint_every", "tuner_device")
+DEVICES = ("auto", "cpu", "cuda")
+OPTIMIZERS = ("adam", "adamw", "sgd")
+LR_SCHEDULES = ("constant", "cosine")
+# Default learning rate per optimizer family: adaptive methods want much smaller steps.
+DEFAULT_LR = {"adam": 1e-3, "adamw": 1e-3, "sgd": 0.05}
+
+
+def _did_you_mean(value: str, allowed: Sequence[str]) -> str:
+    close = difflib.get_close_matches(value, allowed, n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def get_int(config: Mapping[str, Any], key: str, default: int, *, low: int | None = None) -> int:
+    """Reads an int (an integral float such as 64.0 is accepted); ``low`` is inclusive."""
+    value = config.get(key, default)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"config[{key!r}] must be an int, but got {value!r}.")
+    if low is not None and value < low:
+        raise ValueError(f"config[{key!r}] must be >= {low}, but got {value!r}.")
+    return value
+
+
+def get_float(
+    config: Mapping[str, Any],
+    key: str,
+    default: float,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """Reads a finite float within [low, high] (ends made exclusive by ``*_open``)."""
+    value = config.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"config[{key!r}] must be a finite number, but got {value!r}.")
+    value = float(value)
+    too_low = low is not None and (value <= low if low_open else value < low)
+    too_high = high is not None and (value >= high if high_open else value > high)
+    if too_low or too_high:
+        rules = []
+        if low is not None:
+            rules.append(f"{'>' if low_open else '>='} {low}")
+        if high is not None:
+            rules.append(f"{'<' if high_open else '<='} {high}")
+        raise ValueError(f"config[{key!r}] must be {' and '.join(rules)}, but got {value!r}.")
+    return value
+
+
+def get_bool(config: Mapping[str, Any], key: str, default: bool) -> bool:
+    """Reads a bool (not a truthy string: ``"false"`` is an error, not True)."""
+    value = config.get(key, default)
+    if not isinstance(value, bool):
+        raise ValueError(f"config[{key!r}] must be true or false, but got {value!r}.")
+    return value
+
+
+def get_choice(
+    config: Mapping[str, Any], key: str, default: str, allowed: Sequence[str]
+) -> str:
+    """Reads one of ``allowed`` and suggests the closest on a typo."""
+    value = config.get(key, default)
+    if value not in allowed:
+        hint = _did_you_mean(value, allowed) if isinstance(value, str) else ""
+        raise ValueError(
+            f"config[{key!r}] must be one of {list(allowed)}, but got {value!r}.{hint}"
+        )
+    return str(value)
+
+
+def _check_reserved_keys(config: Mapping[str, Any]) -> None:
+    # A typo such as `tuner_max_epoch` would otherwise silently train with the default.
+    for key in config:
+        if isinstance(key, str) and key.startswith(RESERVED_PREFIX) and key not in RESERVED_KEYS:
+            raise ValueError(
+                f"config[{key!r}] is not a known key; keys starting with {RESERVED_PREFIX!r} "
+                f"are reserved for the service: {list(RESERVED_KEYS)}."
+                f"{_did_you_mean(key, RESERVED_KEYS)}"
+            )
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """What the shared loop reads from a trial's config (model keys are read by the model).
+
+    Attributes mirror the config keys: ``tuner_max_epochs`` (default 10), ``tuner_seed``
+    (0), ``tuner_checkpoint_every`` (1), ``tuner_device`` ("auto"), ``optimizer``
+    ("adam"), ``lr`` (1e-3 for adam/adamw, 0.05 for sgd), ``momentum`` (0.9, sgd only,
+    Nesterov when > 0), ``weight_decay`` (0.0), ``batch_size`` (64), ``lr_schedule``
+    ("constant"), ``amp`` (True; used on CUDA only).
+    """
+
+    max_epochs: int = 10
+    seed: int = 0
+    checkpoint_every: int = 1
+    device: str = "auto"
+    optimizer: str = "adam"
+    lr: float = DEFAULT_LR["adam"]
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    batch_size: int = 64
+    lr_schedule: str = "constant"
+    amp: bool = True
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> LoopConfig:
+        """Validates and reads the loop's keys from a trial config; other keys are ignored.
+
+        Raises:
+            ValueError: A key has a value of the wrong type or out of range, or an unknown
+                key uses the reserved ``tuner_`` prefix.
+        """
+        _check_reserved_keys(config)
+        optimizer = get_choice(config, "optimizer", "adam", OPTIMIZERS)
+        return cls(
+            max_epochs=get_int(config, "tuner_max_epochs", 10, low=1),
+            seed=get_int(config, "tuner_seed", 0, low=0),
+            checkpoint_every=get_int(config, "tuner_checkpoint_every", 1, low=1),
+            device=get_choice(config, "tuner_device", "auto", DEVICES),
+            optimizer=optimizer,
+            lr=get_float(config, "lr", DEFAULT_LR[optimizer], low=0.0, low_open=True),
+            momentum=get_float(config, "momentum", 0.9, low=0.0, high=1.0, high_open=True),
+            weight_decay=get_float(config, "weight_decay", 0.0, low=0.0),
+            batch_size=get_int(config, "batch_size", 64, low=1),
+            lr_schedule=get_choice(config, "lr_schedule", "constant", LR_SCHEDULES),
+            amp=get_bool(config, "amp", True),
+        )

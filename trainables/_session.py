@@ -1,0 +1,151 @@
+"""Where a training loop reports to: Ray Tune in a trial, or an in-process recorder in tests.
+
+The loop talks only to a :class:`Session`, so the same code runs inside a Ray Tune trial
+(:class:`RaySession`) and in plain unit tests or profiling runs (:class:`LocalSession`).
+Ray is imported lazily, only by :class:`RaySession`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = ["LocalSession", "RaySession", "Report", "Session"]
+
+
+class Session(Protocol):
+    """What a training loop needs from whoever runs it."""
+
+    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        """Reports one epoch's metrics, with a checkpoint directory to keep (copied) or None."""
+        ...
+
+    def checkpoint_dir(self) -> contextlib.AbstractContextManager[str | None]:
+        """Yields a local directory holding the checkpoint to restore from, or None."""
+        ...
+
+    def gpu_ids(self) -> list[Any]:
+        """GPUs given to this run; empty means the run must not use CUDA."""
+        ...
+
+    def cpu_count(self) -> int | None:
+        """CPUs given to this run (torch threads to use), or None to leave torch alone."""
+        ...
+
+
+class RaySession:
+    """The session of a Ray Tune function trainable (``ray.tune.report`` and friends)."""
+
+    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        """Reports to Ray Tune; Ray copies ``checkpoint_dir`` before this returns."""
+        from ray import tune
+
+        checkpoint = tune.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None
+        tune.report(metrics, checkpoint=checkpoint)
+
+    @contextlib.contextmanager
+    def checkpoint_dir(self) -> Iterator[str | None]:
+        """Yields the trial's restored checkpoint as a local directory, or None."""
+        from ray import tune
+
+        checkpoint = tune.get_checkpoint()
+        if checkpoint is None:
+            yield None
+            return
+        with checkpoint.as_directory() as directory:
+            yield str(directory)
+
+    def gpu_ids(self) -> list[Any]:
+        """The GPU ids Ray assigned to this trial (CUDA_VISIBLE_DEVICES is set to them)."""
+        import ray
+
+        return list(ray.get_gpu_ids())
+
+    def cpu_count(self) -> int | None:
+        """The trial's CPU resource, rounded down and at least 1; None if Ray assigned none."""
+        import ray
+
+        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
+        return max(1, int(cpus)) if cpus else None
+
+
+@dataclass(frozen=True)
+class Report:
+    """One call to :meth:`LocalSession.report`: the metrics and the kept checkpoint copy."""
+
+    metrics: dict[str, Any]
+    checkpoint: str | None
+
+
+class LocalSession:
+    """An in-process session: records reports and keeps copies of every checkpoint.
+
+    Args:
+        root: Directory this session owns; checkpoint copies go to
+            ``root/checkpoint_000001`` and so on. A fresh temporary directory (left for
+            the caller to delete) when None.
+        restore_from: A checkpoint directory (e.g. another session's
+            :attr:`latest_checkpoint`) that :meth:`checkpoint_dir` yields, as Ray does for
+            a restored trial. When None it yields this session's own latest checkpoint,
+            so running a loop twice on one session resumes it.
+        use_gpus: Whether :meth:`gpu_ids` offers the visible CUDA devices.
+        cpus: What :meth:`cpu_count` returns (None leaves torch's thread count alone).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        restore_from: str | os.PathLike[str] | None = None,
+        use_gpus: bool = True,
+        cpus: int | None = None,
+    ) -> None:
+        self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="tuner-"))
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.restore_from = str(restore_from) if restore_from is not None else None
+        self.use_gpus = use_gpus
+        self.cpus = cpus
+        self.reports: list[Report] = []
+
+    @property
+    def metrics(self) -> list[dict[str, Any]]:
+        """The reported metrics, one dict per report, oldest first."""
+        return [r.metrics for r in self.reports]
+
+    @property
+    def latest_checkpoint(self) -> str | None:
+        """The newest kept checkpoint copy, or None if none was reported."""
+        kept = [r.checkpoint for r in self.reports if r.checkpoint is not None]
+        return kept[-1] if kept else None
+
+    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        """Records ``metrics`` and copies ``checkpoint_dir`` (the caller deletes its own)."""
+        kept = None
+        if checkpoint_dir is not None:
+            target = self.root / f"checkpoint_{len(self.reports) + 1:06d}"
+            shutil.copytree(checkpoint_dir, target)
+            kept = str(target)
+        self.reports.append(Report(metrics=dict(metrics), checkpoint=kept))
+
+    @contextlib.contextmanager
+    def checkpoint_dir(self) -> Iterator[str | None]:
+        """Yields ``restore_from`` if given, else this session's latest checkpoint, or None."""
+        yield self.restore_from if self.restore_from is not None else self.latest_checkpoint
+
+    def gpu_ids(self) -> list[Any]:
+        """All visible CUDA devices when ``use_gpus`` (outside Ray: CUDA iff available)."""
+        import torch
+
+        if not (self.use_gpus and torch.cuda.is_available()):
+            return []
+        return list(range(torch.cuda.device_count()))
+
+    def cpu_count(self) -> int | None:
+        """The ``cpus`` given at construction."""
+        return self.cpus

@@ -1,0 +1,130 @@
+"""A fidelity-correct Optuna searcher for Ray Tune.
+
+Subclass of Ray's ``OptunaSearch`` that (1) reports each epoch's metric keyed by the epoch
+(not Tune's iteration counter, which a restore can shift), (2) tells Optuna COMPLETE only for
+trials that reached ``max_epochs`` and PRUNED for trials stopped earlier (see
+:mod:`tuner.outcome`), (3) records the Tune trial id and the stop reason as user attributes,
+and (4) after a restore reconciles the SQLite study with Tune's snapshot: trials the dead
+driver asked for but never handed to Tune are marked FAIL ("orphaned"), and trials already
+finished in the study are never told twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+from ray.tune.search.optuna import OptunaSearch
+
+from tuner.outcome import Outcome, decide_outcome
+
+logger = logging.getLogger(__name__)
+
+TUNE_TRIAL_ID_ATTR = "tune_trial_id"
+STOP_REASON_ATTR = "stop_reason"
+EPOCHS_ATTR = "epochs"
+ORPHAN_REASON = "orphaned: asked for before a driver crash, never run by Tune"
+
+_OPTUNA_STATE = {
+    Outcome.COMPLETE: TrialState.COMPLETE,
+    Outcome.PRUNED: TrialState.PRUNED,
+    Outcome.FAIL: TrialState.FAIL,
+}
+
+
+class FidelityOptunaSearch(OptunaSearch):  # type: ignore[misc]
+    """``OptunaSearch`` that tells Optuna what really happened to each trial.
+
+    Args:
+        max_epochs: Epochs a trial must reach to be COMPLETE.
+        epoch_attr: Result key with the epoch count (the ASHA time attribute).
+        **kwargs: Passed to ``ray.tune.search.optuna.OptunaSearch``.
+    """
+
+    def __init__(self, *, max_epochs: int, epoch_attr: str = "epoch", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._max_epochs = max_epochs
+        self._epoch_attr = epoch_attr
+        self._reported: dict[str, set[int]] = {}
+        # Trials whose Optuna state was final before a restore: never told again.
+        self._already_final: set[str] = set()
+        self.outcomes: dict[str, tuple[Outcome, str]] = {}
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        config: dict[str, Any] | None = super().suggest(trial_id)
+        ot_trial = self._ot_trials.get(trial_id)
+        if ot_trial is not None:
+            ot_trial.set_user_attr(TUNE_TRIAL_ID_ATTR, trial_id)
+        return config
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        if trial_id in self._completed_trials or trial_id in self._already_final:
+            return
+        ot_trial = self._ot_trials.get(trial_id)
+        value = result.get(self.metric)
+        epoch = result.get(self._epoch_attr)
+        if ot_trial is None or not isinstance(epoch, (int, float)):
+            return
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return
+        step = int(epoch)
+        seen = self._reported.setdefault(trial_id, set())
+        if step in seen or (isinstance(value, float) and math.isnan(value)):
+            return
+        seen.add(step)
+        ot_trial.report(float(value), step)
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        if trial_id in self._completed_trials:
+            return
+        self._completed_trials.add(trial_id)
+        ot_trial = self._ot_trials.get(trial_id)
+        if ot_trial is None or trial_id in self._already_final:
+            return
+        decision = decide_outcome(
+            result,
+            error=error,
+            metric=self.metric,
+            max_epochs=self._max_epochs,
+            epoch_attr=self._epoch_attr,
+        )
+        ot_trial.set_user_attr(STOP_REASON_ATTR, decision.reason)
+        ot_trial.set_user_attr(EPOCHS_ATTR, decision.epochs)
+        state = _OPTUNA_STATE[decision.outcome]
+        values = decision.value if decision.outcome is Outcome.COMPLETE else None
+        self._ot_study.tell(ot_trial, values, state=state)
+        self.outcomes[trial_id] = (decision.outcome, decision.reason)
+        self._reported.pop(trial_id, None)
+
+    def restore(self, checkpoint_path: str) -> None:
+        super().restore(checkpoint_path)
+        self._reconcile()
+
+    def _reconcile(self) -> None:
+        """Makes the restored searcher agree with the study on disk (the source of truth)."""
+        study: optuna.Study = self._ot_study
+        known = {t.number: tid for tid, t in self._ot_trials.items()}
+        orphans = 0
+        for frozen in study.get_trials(deepcopy=False):
+            tune_id = known.get(frozen.number)
+            if tune_id is None:
+                if frozen.state in (TrialState.RUNNING, TrialState.WAITING):
+                    storage = study._storage
+                    storage.set_trial_user_attr(frozen._trial_id, STOP_REASON_ATTR, ORPHAN_REASON)
+                    study.tell(frozen.number, state=TrialState.FAIL)
+                    orphans += 1
+                continue
+            if frozen.state.is_finished() and tune_id not in self._completed_trials:
+                self._already_final.add(tune_id)
+            self._reported[tune_id] = set(frozen.intermediate_values)
+        if orphans:
+            logger.warning("Marked %d orphaned Optuna trial(s) FAIL after restore.", orphans)
+
+    def finished_tune_ids(self) -> set[str]:
+        """Tune trial ids whose Optuna trial is final (told now or before a restore)."""
+        return set(self.outcomes) | self._already_final

@@ -1,0 +1,334 @@
+"""The Ray glue: turns a validated campaign into a Ray Tune run, and resumes one.
+
+This is the one module (with its private helpers ``_bridge``, ``_scheduler``, ``_trial`` and
+``_progress``) that imports Ray. Everything it needs arrives as a frozen
+:class:`~tuner.spec.CampaignSpec`; everything it writes lands in the run folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import optuna
+import ray
+from ray import tune
+
+from tuner import rundir
+from tuner._bridge import FidelityOptunaSearch
+from tuner._progress import ProgressCallback
+from tuner._scheduler import PersistentASHA, PersistentFIFO
+from tuner._trial import TRAINABLE_KEY, run_trial
+from tuner.errors import TunerError
+from tuner.space import DefineByRun, make_sampler
+from tuner.spec import CampaignSpec, Mode, SchedulerType, load_campaign
+from tuner.summary import format_table, open_study, summarize
+
+logger = logging.getLogger(__name__)
+
+EPOCH_ATTR = "epoch"
+# Tune snapshots its experiment state every 10 s or more by default; a driver killed in that
+# window loses the record of whatever happened since. One second keeps the window small at
+# a cost of a few milliseconds per snapshot for campaigns of this size.
+EXPERIMENT_SNAPSHOT_S = "1"
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """Where the campaign runs.
+
+    Attributes:
+        address: None for an embedded local Ray; "auto", "host:port" or "ray://..." to join
+            an existing cluster (RAY_ADDRESS is honoured when this is None).
+        num_cpus: CPUs of the embedded local Ray (default: all of this machine's).
+        num_gpus: GPUs of the embedded local Ray (default: detected). Logical GPUs work on a
+            CPU-only machine: trials are scheduled as if they had one and train on the CPU.
+    """
+
+    address: str | None = None
+    num_cpus: int | None = None
+    num_gpus: float | None = None
+
+
+@dataclass(frozen=True)
+class CampaignResult:
+    """What a finished (or stopped) campaign produced."""
+
+    run_dir: Path
+    summary: dict[str, Any]
+
+
+def _init_ray(options: RayOptions) -> bool:
+    """Starts or joins Ray; returns True when this call started it (so we shut it down)."""
+    if ray.is_initialized():
+        return False
+    address = options.address or os.environ.get("RAY_ADDRESS")
+    common: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": True}
+    if address and address != "local":
+        ray.init(address=address, **common)
+    else:
+        ray.init(
+            address="local",
+            num_cpus=options.num_cpus,
+            num_gpus=options.num_gpus,
+            include_dashboard=False,
+            dashboard_host="127.0.0.1",
+            **common,
+        )
+    return True
+
+
+def max_concurrent_trials(spec: CampaignSpec, cluster: dict[str, float]) -> int:
+    """Trials that can run at once: the campaign's cap, else what the cluster fits."""
+    if spec.resources.max_concurrent is not None:
+        return min(spec.resources.max_concurrent, spec.budget.trials)
+    fits = cluster.get("CPU", 0.0) / spec.resources.cpu
+    if spec.resources.gpu > 0:
+        fits = min(fits, cluster.get("GPU", 0.0) / spec.resources.gpu)
+    return max(1, min(spec.budget.trials, math.floor(fits + 1e-9)))
+
+
+def _trial_name(trial: Any) -> str:
+    return f"trial_{trial.trial_id}"
+
+
+def _trainable(spec: CampaignSpec) -> Any:
+    resources = {"cpu": spec.resources.cpu, "gpu": spec.resources.gpu}
+    return tune.with_resources(run_trial, resources)
+
+
+def _service_config(spec: CampaignSpec) -> dict[str, Any]:
+    """The constant part of every trial's config: fixed settings and reserved keys."""
+    return {
+        **dict(spec.fixed),
+        TRAINABLE_KEY: spec.trainable,
+        "tuner_max_epochs": spec.budget.max_epochs,
+        "tuner_seed": spec.sampler.seed if spec.sampler.seed is not None else 0,
+        "tuner_checkpoint_every": spec.checkpoint.every,
+    }
+
+
+def _build_tuner(spec: CampaignSpec, run_dir: Path, stream: TextIO | None) -> tune.Tuner:
+    mode = spec.mode.value
+    storage = optuna.storages.RDBStorage(
+        rundir.study_url(run_dir), engine_kwargs={"connect_args": {"timeout": 30}}
+    )
+    searcher = FidelityOptunaSearch(
+        space=DefineByRun(spec.space),
+        metric=spec.metric,
+        mode=mode,
+        sampler=make_sampler(spec.sampler, spec.space),
+        study_name=spec.name,
+        storage=storage,
+        max_epochs=spec.budget.max_epochs,
+        epoch_attr=EPOCH_ATTR,
+    )
+    state_path = str(run_dir / rundir.SCHEDULER_STATE_FILE)
+    scheduler: PersistentASHA | PersistentFIFO
+    if spec.scheduler.type is SchedulerType.ASHA:
+        scheduler = PersistentASHA(
+            state_path=state_path,
+            time_attr=EPOCH_ATTR,
+            max_t=spec.budget.max_epochs,
+            grace_period=spec.scheduler.grace_period,
+            reduction_factor=spec.scheduler.reduction_factor,
+        )
+    else:
+        scheduler = PersistentFIFO(state_path=state_path)
+    concurrent = max_concurrent_trials(spec, ray.cluster_resources())
+    tune_config = tune.TuneConfig(
+        metric=spec.metric,
+        mode=mode,
+        search_alg=searcher,
+        scheduler=scheduler,
+        num_samples=spec.budget.trials,
+        max_concurrent_trials=concurrent,
+        # A fresh worker per trial costs ~1 s (importing torch); short ASHA trials are
+        # common, so reuse workers between trials.
+        reuse_actors=True,
+        time_budget_s=spec.budget.time_limit_s,
+        trial_name_creator=_trial_name,
+        trial_dirname_creator=_trial_name,
+    )
+    run_config = tune.RunConfig(
+        name=run_dir.name,
+        storage_path=str(run_dir.parent.resolve()),
+        stop={EPOCH_ATTR: spec.budget.max_epochs},
+        checkpoint_config=tune.CheckpointConfig(
+            num_to_keep=spec.checkpoint.keep,
+            checkpoint_score_attribute=spec.metric,
+            checkpoint_score_order=mode,
+        ),
+        failure_config=tune.FailureConfig(max_failures=spec.failure.max_retries),
+        callbacks=[
+            ProgressCallback(
+                metric=spec.metric,
+                maximize=spec.mode is Mode.MAX,
+                total=spec.budget.trials,
+                max_epochs=spec.budget.max_epochs,
+                stream=stream,
+            )
+        ],
+        verbose=0,
+    )
+    print(
+        f"campaign {spec.name}: {spec.budget.trials} trials x <= {spec.budget.max_epochs} "
+        f"epochs, {concurrent} at a time, {spec.sampler.type.value} + "
+        f"{spec.scheduler.type.value}; run folder {run_dir}",
+        file=stream or sys.stdout,
+    )
+    return tune.Tuner(
+        _trainable(spec),
+        param_space=_service_config(spec),
+        tune_config=tune_config,
+        run_config=run_config,
+    )
+
+
+def _prepare_env() -> None:
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", EXPERIMENT_SNAPSHOT_S)
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def run_campaign(
+    spec: CampaignSpec,
+    run_dir: Path,
+    options: RayOptions | None = None,
+    *,
+    stream: TextIO | None = None,
+) -> CampaignResult:
+    """Runs a new campaign into ``run_dir`` (which must not exist yet).
+
+    Args:
+        spec: The validated campaign.
+        run_dir: The run folder to create, e.g. ``runs/<name>``.
+        options: Where Ray runs; default an embedded local Ray.
+        stream: Where progress goes (default stdout).
+
+    Returns:
+        The run folder and its summary.
+    """
+    if run_dir.exists():
+        raise TunerError(
+            f"{run_dir}: run folder exists already.\n"
+            f"  To fix: `tuner resume {run_dir}` to continue it, or choose another --name."
+        )
+    _prepare_env()
+    started = _init_ray(options or RayOptions())
+    try:
+        run_dir.mkdir(parents=True)
+        rundir.write_yaml(run_dir / rundir.CAMPAIGN_FILE, spec.to_dict())
+        tuner = _build_tuner(spec, run_dir, stream)
+        return _fit_and_summarize(spec, run_dir, tuner, stream)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def resume_campaign(
+    run_dir: Path, options: RayOptions | None = None, *, stream: TextIO | None = None
+) -> CampaignResult:
+    """Continues a campaign whose driver stopped (killed, crashed or interrupted).
+
+    Finished trials are not rerun; unfinished ones continue from their latest checkpoint;
+    ASHA's rungs and the Optuna study carry on from the run folder.
+    """
+    campaign_file = rundir.check_resumable(run_dir)
+    spec = load_campaign(campaign_file)
+    if not tune.Tuner.can_restore(str(run_dir.resolve())):
+        raise TunerError(
+            f"{run_dir}: Ray Tune saved no experiment state here (the driver died before "
+            "its first snapshot).\n  To fix: start it again with `tuner run`."
+        )
+    _prepare_env()
+    started = _init_ray(options or RayOptions())
+    try:
+        tuner = tune.Tuner.restore(
+            str(run_dir.resolve()),
+            trainable=_trainable(spec),
+            resume_unfinished=True,
+            resume_errored=False,
+        )
+        print(f"resuming campaign {spec.name} from {run_dir}", file=stream or sys.stdout)
+        return _fit_and_summarize(spec, run_dir, tuner, stream)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _fit_and_summarize(
+    spec: CampaignSpec, run_dir: Path, tuner: tune.Tuner, stream: TextIO | None
+) -> CampaignResult:
+    start = time.monotonic()
+    grid = tuner.fit()
+    wall_s = time.monotonic() - start
+    summary = write_summary(spec, run_dir, wall_s=wall_s, tune_trials=len(grid))
+    out = stream or sys.stdout
+    print(f"\n{format_table(summary)}\n", file=out)
+    best = summary["best"]
+    if best is not None:
+        print(
+            f"best {spec.metric}={best['value']:.4f} (trial {best['tune_trial_id']}, "
+            f"{best['state']}); config in {run_dir / rundir.BEST_FILE}",
+            file=out,
+        )
+    return CampaignResult(run_dir=run_dir, summary=summary)
+
+
+def write_summary(
+    spec: CampaignSpec, run_dir: Path, *, wall_s: float | None, tune_trials: int
+) -> dict[str, Any]:
+    """Writes summary.json and best.yaml from the study; returns the summary."""
+    study = open_study(run_dir)
+    summary = summarize(
+        study,
+        metric=spec.metric,
+        maximize=spec.mode is Mode.MAX,
+        max_epochs=spec.budget.max_epochs,
+    )
+    finished = sum(summary["states"].get(s, 0) for s in ("COMPLETE", "PRUNED", "FAIL"))
+    status = "completed" if tune_trials >= spec.budget.trials else "time limit reached"
+    summary = {
+        "campaign": spec.name,
+        "status": status,
+        "trials_requested": spec.budget.trials,
+        "trials_run": tune_trials,
+        "trials_finished": finished,
+        "wall_s": wall_s,
+        **summary,
+    }
+    rundir.write_json(run_dir / rundir.SUMMARY_FILE, summary)
+    best = summary["best"]
+    if best is not None:
+        config = _trial_config(run_dir, best["tune_trial_id"]) or dict(best["params"])
+        rundir.write_yaml(
+            run_dir / rundir.BEST_FILE,
+            {
+                "campaign": spec.name,
+                "trial": best["tune_trial_id"],
+                "metric": spec.metric,
+                "value": best["value"],
+                "epochs": best["epochs"],
+                "config": config,
+            },
+        )
+    return summary
+
+
+def _trial_config(run_dir: Path, tune_id: str) -> dict[str, Any] | None:
+    """The full config a trial ran with (hyperparameters and fixed settings)."""
+    import json
+
+    params = run_dir / f"trial_{tune_id}" / "params.json"
+    if not params.is_file():
+        return None
+    with open(params) as handle:
+        config: dict[str, Any] = json.load(handle)
+    return {k: v for k, v in config.items() if not k.startswith("tuner_")}

@@ -1,0 +1,194 @@
+"""The ``tuner`` command line: run, resume and show hyperparameter tuning campaigns."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tuner.errors import SpecError, TunerError
+
+DEFAULT_CAMPAIGN = Path(__file__).resolve().parent.parent / "search_spaces" / "default.yaml"
+
+_EPILOG = """\
+examples:
+  tuner run                                   the default campaign (CNN on 8x8 digits)
+  tuner run search_spaces/tabular_mlp.yaml --trials 8 --max-epochs 5
+  tuner run my_campaign.yaml --address auto   join a running Ray cluster
+  tuner resume runs/digits-cnn                continue a killed campaign
+  tuner show runs/digits-cnn                  top trials of a run
+"""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (public for tests and docs)."""
+    parser = argparse.ArgumentParser(
+        prog="tuner",
+        description="Hyperparameter tuning campaigns for PyTorch on Ray Tune + Optuna + ASHA.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    run = sub.add_parser(
+        "run",
+        help="run a campaign (default: search_spaces/default.yaml)",
+        description="Run a tuning campaign; results go to runs/<name>/.",
+    )
+    run.add_argument("campaign", nargs="?", type=Path, help="campaign YAML file")
+    run.add_argument("--trials", type=_positive_int, help="override budget.trials")
+    run.add_argument("--max-epochs", type=_positive_int, help="override budget.max_epochs")
+    run.add_argument("--time-limit", help="override budget.time_limit (e.g. 90s, 10m, 2h)")
+    run.add_argument("--seed", type=_int, help="override sampler.seed")
+    run.add_argument("--name", help="campaign name (and run folder name)")
+    run.add_argument(
+        "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
+    )
+    _ray_args(run)
+
+    resume = sub.add_parser(
+        "resume",
+        help="continue a campaign whose driver stopped",
+        description="Continue a campaign: finished trials are kept, unfinished ones resume "
+        "from their latest checkpoint.",
+    )
+    resume.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/digits-cnn")
+    _ray_args(resume)
+
+    show = sub.add_parser("show", help="print the top trials of a run folder")
+    show.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/digits-cnn")
+    show.add_argument("--top", type=_positive_int, default=10, help="rows to show (10)")
+    show.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return parser
+
+
+def _ray_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--address",
+        help='Ray cluster to join ("auto", host:port, ray://...); default: RAY_ADDRESS, '
+        "else an embedded local Ray",
+    )
+    parser.add_argument("--num-cpus", type=_positive_int, help="CPUs of the embedded Ray")
+    parser.add_argument(
+        "--num-gpus", type=float, help="GPUs of the embedded Ray (logical GPUs work on CPU)"
+    )
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from tuner.rundir import new_run_dir
+    from tuner.spec import load_campaign, parse_duration
+
+    path = args.campaign
+    if path is None:
+        path = DEFAULT_CAMPAIGN
+        if not path.is_file():
+            raise TunerError(
+                f"{path}: the default campaign file is missing (tuner is not installed from "
+                "a source checkout).\n  To fix: pass a campaign file: tuner run CAMPAIGN.yaml"
+            )
+    if not Path(path).is_file():
+        raise TunerError(
+            f"{path}: no such campaign file.\n  To fix: pass a YAML file such as "
+            "search_spaces/default.yaml."
+        )
+    spec = load_campaign(path)
+    time_limit = None
+    if args.time_limit is not None:
+        try:
+            time_limit = parse_duration(args.time_limit)
+        except SpecError as err:
+            raise SpecError(
+                "<cli>", "--time-limit", "not a duration", got=args.time_limit,
+                allowed="seconds or 90s, 10m, 2h, 1h30m",
+            ) from err
+    spec = spec.with_overrides(
+        trials=args.trials,
+        max_epochs=args.max_epochs,
+        time_limit_s=time_limit,
+        seed=args.seed,
+        name=args.name,
+    )
+    run_dir = new_run_dir(args.runs_dir, spec.name)
+    # Heavy imports (ray, torch) only once the input is known to be good.
+    from tuner.campaign import run_campaign
+
+    run_campaign(spec, run_dir, _ray_options(args))
+    return 0
+
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    from tuner.campaign import resume_campaign
+    from tuner.rundir import check_resumable
+
+    check_resumable(args.run_dir)
+    resume_campaign(args.run_dir, _ray_options(args))
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from tuner.rundir import check_resumable
+    from tuner.spec import load_campaign
+    from tuner.summary import format_table, open_study, summarize
+
+    spec = load_campaign(check_resumable(args.run_dir), check_trainable=False)
+    try:
+        study = open_study(args.run_dir)
+    except FileNotFoundError:
+        raise TunerError(f"{args.run_dir}: no study.db yet (no trial has started).") from None
+    summary = summarize(
+        study,
+        metric=spec.metric,
+        maximize=spec.mode.value == "max",
+        max_epochs=spec.budget.max_epochs,
+        top=args.top,
+    )
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    states = ", ".join(f"{n} {s}" for s, n in summary["states"].items()) or "none"
+    print(f"{spec.name}: {summary['trials']} trials ({states})")
+    print(format_table(summary, limit=args.top))
+    return 0
+
+
+def _ray_options(args: argparse.Namespace) -> object:
+    from tuner.campaign import RayOptions
+
+    return RayOptions(address=args.address, num_cpus=args.num_cpus, num_gpus=args.num_gpus)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tuner`` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    handlers = {"run": _cmd_run, "resume": _cmd_resume, "show": _cmd_show}
+    try:
+        return handlers[args.command](args)
+    except TunerError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted; `tuner resume <run folder>` continues the campaign.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""The run folder: one directory holds everything a campaign writes and needs to resume.
+
+Layout of ``runs/<name>/``::
+
+    campaign.yaml          the validated campaign, overrides applied (what resume reads)
+    study.db               the Optuna study (SQLite; ``optuna-dashboard sqlite:///study.db``)
+    scheduler_state.json   ASHA rungs and finished trials (survive a driver crash)
+    summary.json           outcome counts, best trial, top trials (written at the end)
+    best.yaml              the winning configuration, reusable as fixed settings
+    trial_<id>/            Ray Tune trial folders: result.json, progress.csv, checkpoints
+    experiment_state-*.json, tuner.pkl, searcher-state-*.pkl   Ray Tune's own state
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tuner.errors import TunerError
+
+CAMPAIGN_FILE = "campaign.yaml"
+STUDY_FILE = "study.db"
+SCHEDULER_STATE_FILE = "scheduler_state.json"
+SUMMARY_FILE = "summary.json"
+BEST_FILE = "best.yaml"
+DEFAULT_RUNS_ROOT = Path("runs")
+
+
+def study_url(run_dir: Path) -> str:
+    """SQLAlchemy URL of the run's Optuna study."""
+    return f"sqlite:///{(run_dir / STUDY_FILE).resolve()}"
+
+
+def new_run_dir(runs_root: Path, name: str) -> Path:
+    """Returns ``runs_root/name``, or ``name-2``, ``name-3``... if taken. Creates nothing."""
+    candidate = runs_root / name
+    n = 2
+    while candidate.exists():
+        candidate = runs_root / f"{name}-{n}"
+        n += 1
+    return candidate
+
+
+def check_resumable(run_dir: Path) -> Path:
+    """Checks that ``run_dir`` is a campaign folder; returns its campaign file."""
+    if not run_dir.is_dir():
+        raise TunerError(
+            f"{run_dir}: no such run folder.\n  To fix: pass a folder under runs/ "
+            "that `tuner run` created (see `ls runs/`)."
+        )
+    campaign = run_dir / CAMPAIGN_FILE
+    if not campaign.is_file():
+        raise TunerError(
+            f"{run_dir}: not a tuner run folder (no {CAMPAIGN_FILE} inside).\n"
+            "  To fix: pass the folder `tuner run` printed at start, e.g. runs/<name>."
+        )
+    return campaign
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Writes ``text`` to ``path`` so that readers see the old or the new file, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Atomically writes pretty JSON."""
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def write_yaml(path: Path, data: Any) -> None:
+    """Atomically writes block-style YAML, keys in insertion order."""
+    write_text_atomic(path, yaml.safe_dump(data, sort_keys=False, default_flow_style=False))

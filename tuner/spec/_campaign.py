@@ -1,0 +1,267 @@
+"""The campaign spec: typed, frozen sections and their round trip to the file schema."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from tuner.spec._checks import RESERVED_PREFIX, Checker, check_campaign_name, check_seed
+from tuner.spec._durations import parse_duration
+from tuner.spec._frozen import FrozenDict, thaw
+from tuner.spec._params import Space
+
+__all__ = [
+    "RESERVED_PREFIX",
+    "Budget",
+    "CampaignSpec",
+    "CheckpointPolicy",
+    "FailurePolicy",
+    "Mode",
+    "Resources",
+    "SamplerSpec",
+    "SamplerType",
+    "SchedulerSpec",
+    "SchedulerType",
+]
+
+
+class Mode(str, Enum):
+    """Whether the campaign minimizes or maximizes its metric."""
+
+    MIN = "min"
+    MAX = "max"
+
+
+class SamplerType(str, Enum):
+    """Optuna sampler that proposes configurations."""
+
+    TPE = "tpe"
+    RANDOM = "random"
+    GRID = "grid"
+    CMAES = "cmaes"
+    GP = "gp"
+    QMC = "qmc"
+
+
+class SchedulerType(str, Enum):
+    """Ray Tune trial scheduler: ASHA stops poor trials early, FIFO runs all to the end."""
+
+    ASHA = "asha"
+    FIFO = "fifo"
+
+
+def _num(value: float) -> float | int:
+    """Integral floats as ints, so dumped YAML reads ``cpu: 1`` rather than ``cpu: 1.0``."""
+    return int(value) if float(value).is_integer() else value
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How much work the campaign may do; ``time_limit_s`` is wall-clock seconds."""
+
+    trials: int
+    max_epochs: int
+    time_limit_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``budget:`` section (time limit in seconds)."""
+        out: dict[str, Any] = {"trials": self.trials, "max_epochs": self.max_epochs}
+        if self.time_limit_s is not None:
+            out["time_limit"] = _num(self.time_limit_s)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerSpec:
+    """Trial scheduler; ``grace_period`` and ``reduction_factor`` apply to ASHA only."""
+
+    type: SchedulerType = SchedulerType.ASHA
+    grace_period: int = 1
+    reduction_factor: float = 3.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``scheduler:`` section."""
+        if self.type is SchedulerType.FIFO:
+            return {"type": self.type.value}
+        return {
+            "type": self.type.value,
+            "grace_period": self.grace_period,
+            "reduction_factor": _num(self.reduction_factor),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SamplerSpec:
+    """Optuna sampler; ``startup_trials`` (TPE, GP, CMA-ES) ``None`` means the default."""
+
+    type: SamplerType = SamplerType.TPE
+    seed: int | None = None
+    startup_trials: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``sampler:`` section."""
+        out: dict[str, Any] = {"type": self.type.value}
+        if self.seed is not None:
+            out["seed"] = self.seed
+        if self.startup_trials is not None:
+            out["startup_trials"] = self.startup_trials
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """Per-trial resources; ``max_concurrent`` ``None`` lets the cluster decide."""
+
+    cpu: float = 1.0
+    gpu: float = 0.0
+    max_concurrent: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``resources:`` section."""
+        out: dict[str, Any] = {"cpu": _num(self.cpu), "gpu": _num(self.gpu)}
+        if self.max_concurrent is not None:
+            out["max_concurrent"] = self.max_concurrent
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointPolicy:
+    """Checkpoint every ``every`` epochs and keep the ``keep`` most recent."""
+
+    every: int = 1
+    keep: int = 2
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``checkpoint:`` section."""
+        return {"every": self.every, "keep": self.keep}
+
+
+@dataclass(frozen=True, slots=True)
+class FailurePolicy:
+    """Retry a failed trial up to ``max_retries`` times (from its last checkpoint)."""
+
+    max_retries: int = 2
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``failure:`` section."""
+        return {"max_retries": self.max_retries}
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignSpec:
+    """A validated tuning campaign.
+
+    Build one with :func:`tuner.spec.load_campaign` or :func:`tuner.spec.parse_campaign`;
+    the constructor itself does not validate.
+
+    Attributes:
+        name: Campaign name; names the run folder.
+        trainable: Built-in trainable name or ``package.module:function``.
+        metric: Reported metric to optimize.
+        mode: Minimize or maximize ``metric``.
+        space: Search space, parameters in topological order.
+        budget: Trials, epochs per trial, optional wall-clock limit.
+        scheduler: ASHA or FIFO settings.
+        sampler: Optuna sampler settings.
+        resources: Per-trial CPU/GPU and concurrency cap.
+        checkpoint: Checkpoint frequency and retention.
+        failure: Retries of failed trials.
+        fixed: Read-only mapping passed to the trainable as-is (nested values frozen;
+            use :func:`tuner.spec.thaw` for plain dicts and lists).
+        description: Free text.
+        source: Where the spec came from (file path as given, or ``"<dict>"``).
+    """
+
+    name: str
+    trainable: str
+    metric: str
+    mode: Mode
+    space: Space
+    budget: Budget
+    scheduler: SchedulerSpec = field(default_factory=SchedulerSpec)
+    sampler: SamplerSpec = field(default_factory=SamplerSpec)
+    resources: Resources = field(default_factory=Resources)
+    checkpoint: CheckpointPolicy = field(default_factory=CheckpointPolicy)
+    failure: FailurePolicy = field(default_factory=FailurePolicy)
+    fixed: Mapping[str, Any] = field(default_factory=FrozenDict)
+    description: str = ""
+    source: str = "<dict>"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The campaign as a plain, YAML-dumpable dict in the campaign-file schema.
+
+        ``parse_campaign(spec.to_dict()) == spec`` holds up to ``source``. Optional
+        values that are unset are left out; the time limit is given in seconds.
+        """
+        out: dict[str, Any] = {"name": self.name}
+        if self.description:
+            out["description"] = self.description
+        out |= {
+            "trainable": self.trainable,
+            "metric": self.metric,
+            "mode": self.mode.value,
+            "space": self.space.to_dict(),
+            "budget": self.budget.to_dict(),
+            "scheduler": self.scheduler.to_dict(),
+            "sampler": self.sampler.to_dict(),
+            "resources": self.resources.to_dict(),
+            "checkpoint": self.checkpoint.to_dict(),
+            "failure": self.failure.to_dict(),
+        }
+        if self.fixed:
+            out["fixed"] = thaw(self.fixed)
+        return out
+
+    def with_overrides(
+        self,
+        *,
+        trials: int | None = None,
+        max_epochs: int | None = None,
+        time_limit_s: float | str | None = None,
+        seed: int | None = None,
+        name: str | None = None,
+    ) -> CampaignSpec:
+        """Return a copy with command-line overrides applied and re-validated.
+
+        Args:
+            trials: ``--trials``; an int >= 1.
+            max_epochs: ``--max-epochs``; an int >= 1 and, with ASHA, at least
+                ``scheduler.grace_period``.
+            time_limit_s: ``--time-limit``; seconds, or a duration string like ``"2h"``.
+            seed: ``--seed``; the sampler seed.
+            name: ``--name``; the campaign name.
+
+        Returns:
+            The updated spec (``self`` unchanged).
+
+        Raises:
+            SpecError: An override is invalid; ``source`` is ``"<cli>"`` and ``path``
+                the flag.
+        """
+        ck = Checker("<cli>")
+        budget, sampler, new_name = self.budget, self.sampler, self.name
+        if trials is not None:
+            budget = dataclasses.replace(budget, trials=ck.integer(trials, "--trials", ge=1))
+        if max_epochs is not None:
+            epochs = ck.integer(max_epochs, "--max-epochs", ge=1)
+            grace = self.scheduler.grace_period
+            if self.scheduler.type is SchedulerType.ASHA and epochs < grace:
+                ck.fail(
+                    "--max-epochs",
+                    f"is below scheduler.grace_period={grace}",
+                    got=epochs,
+                    fix=f"pass --max-epochs {grace} or more, "
+                    f"or lower scheduler.grace_period in {self.source}",
+                )
+            budget = dataclasses.replace(budget, max_epochs=epochs)
+        if time_limit_s is not None:
+            limit = parse_duration(time_limit_s, source="<cli>", path="--time-limit")
+            budget = dataclasses.replace(budget, time_limit_s=limit)
+        if seed is not None:
+            sampler = dataclasses.replace(sampler, seed=check_seed(ck, seed, "--seed"))
+        if name is not None:
+            new_name = check_campaign_name(ck, name, "--name")
+        return dataclasses.replace(self, name=new_name, budget=budget, sampler=sampler)

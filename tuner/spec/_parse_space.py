@@ -1,0 +1,292 @@
+"""Validation of the ``space:`` section into a :class:`Space`."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from tuner.errors import closest
+from tuner.spec._checks import RESERVED_PREFIX, Checker, join
+from tuner.spec._frozen import freeze
+from tuner.spec._params import (
+    CategoricalParam,
+    Condition,
+    FixedParam,
+    FloatParam,
+    IntParam,
+    Param,
+    Space,
+)
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+SCALAR_TYPES = (str, int, float, bool, type(None))
+
+_KEYS: dict[str, tuple[str, ...]] = {
+    "float": ("type", "low", "high", "log", "step", "when"),
+    "int": ("type", "low", "high", "log", "step", "when"),
+    "categorical": ("type", "choices", "when"),
+    "fixed": ("type", "value", "when"),
+}
+_PARAM_FIX = (
+    "write {type: float, low: ..., high: ...}, {type: int, low: ..., high: ...}, "
+    "{choices: [...]} or {value: ...}"
+)
+
+
+def check_key_name(ck: Checker, name: Any, path: str, what: str) -> str:
+    """A parameter or fixed-config name: an identifier without the reserved prefix."""
+    if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
+        ck.fail(
+            path,
+            f"{what} names must be identifiers (letters, digits, '_'; not starting with a digit)",
+            got=name,
+        )
+    if name.startswith(RESERVED_PREFIX):
+        ck.fail(
+            path,
+            f"{what} names must not start with the reserved prefix {RESERVED_PREFIX!r}",
+            got=name,
+            fix="rename it; keys starting with 'tuner_' are added by the service itself",
+        )
+    return name
+
+
+def parse_space(ck: Checker, value: Any, path: str = "space") -> Space:
+    """Validate the ``space:`` mapping; returns parameters in topological order."""
+    data = ck.mapping(value, path, fix=_PARAM_FIX)
+    if not data:
+        ck.fail(path, "must define at least one parameter", fix=_PARAM_FIX)
+    params: dict[str, Param] = {}
+    raw_when: dict[str, Any] = {}
+    for name, spec in data.items():
+        ppath = join(path, name)
+        check_key_name(ck, name, ppath, "parameter")
+        params[name] = _parse_param(ck, name, spec, ppath)
+        if spec.get("when") is not None:
+            raw_when[name] = spec["when"]
+    for name, when in raw_when.items():
+        conditions = _parse_when(ck, name, when, join(join(path, name), "when"), params)
+        params[name] = dataclasses.replace(params[name], when=conditions)
+    return Space(_topological(ck, path, list(params.values())))
+
+
+def _param_kind(ck: Checker, spec: Mapping[str, Any], path: str) -> str:
+    if "type" in spec:
+        kind = spec["type"]
+        if kind not in _KEYS:
+            ck.fail(
+                join(path, "type"),
+                "unknown parameter type",
+                got=kind,
+                allowed=list(_KEYS),
+                suggestion=closest(kind, _KEYS),
+            )
+        return str(kind)
+    if "value" in spec:
+        return "fixed"
+    if "choices" in spec:
+        return "categorical"
+    if "low" in spec or "high" in spec:
+        ck.fail(
+            join(path, "type"),
+            "a range needs an explicit type",
+            allowed="float, int",
+            fix="add type: float or type: int",
+        )
+    ck.fail(path, "cannot tell the parameter type", fix=_PARAM_FIX)
+
+
+def _parse_param(ck: Checker, name: str, spec: Any, path: str) -> Param:
+    spec = ck.mapping(spec, path, fix=f"{_PARAM_FIX}; constants may also go under fixed:")
+    kind = _param_kind(ck, spec, path)
+    allowed = _KEYS[kind]
+    for key in spec:
+        if key not in allowed:
+            applies = any(key in keys for keys in _KEYS.values())
+            ck.fail(
+                join(path, key),
+                f"does not apply to a {kind} parameter" if applies else "unknown key",
+                allowed=allowed,
+                suggestion=None if applies else closest(key, allowed),
+            )
+    if kind == "fixed":
+        if "value" not in spec:
+            ck.fail(join(path, "value"), "required key is missing")
+        return FixedParam(name, freeze(check_plain(ck, spec["value"], join(path, "value"))))
+    if kind == "categorical":
+        return CategoricalParam(name, _parse_choices(ck, spec, join(path, "choices")))
+    for key in ("low", "high"):
+        if key not in spec:
+            ck.fail(join(path, key), "required key is missing")
+    log = ck.boolean(spec["log"], join(path, "log")) if "log" in spec else False
+    if kind == "float":
+        return _parse_float(ck, name, spec, path, log)
+    return _parse_int(ck, name, spec, path, log)
+
+
+def _parse_float(
+    ck: Checker, name: str, spec: Mapping[str, Any], path: str, log: bool
+) -> FloatParam:
+    low = ck.number(spec["low"], join(path, "low"))
+    high = ck.number(spec["high"], join(path, "high"))
+    if high <= low:
+        ck.fail(join(path, "high"), f"must be greater than low={low:g}", got=spec["high"])
+    if log and low <= 0:
+        ck.fail(
+            join(path, "low"),
+            "must be > 0 with log: true",
+            got=spec["low"],
+            fix="use a positive low such as 1.0e-5, or drop log: true",
+        )
+    step = None
+    if spec.get("step") is not None:
+        step = ck.number(spec["step"], join(path, "step"), gt=0)
+        if log:
+            ck.fail(join(path, "step"), "cannot be combined with log: true", got=spec["step"])
+        ratio = (high - low) / step
+        if abs(ratio - round(ratio)) > 1e-9 * max(1.0, ratio):
+            ck.fail(
+                join(path, "step"),
+                f"must divide high - low = {high - low:g} evenly",
+                got=spec["step"],
+                fix=f"set high to {low + math.floor(ratio) * step:g} or change step",
+            )
+    return FloatParam(name, low, high, log=log, step=step)
+
+
+def _parse_int(ck: Checker, name: str, spec: Mapping[str, Any], path: str, log: bool) -> IntParam:
+    low = ck.integer(spec["low"], join(path, "low"))
+    high = ck.integer(spec["high"], join(path, "high"))
+    if high <= low:
+        ck.fail(join(path, "high"), f"must be greater than low={low}", got=high)
+    if log and low < 1:
+        ck.fail(join(path, "low"), "must be >= 1 with log: true", got=low)
+    step = 1
+    if spec.get("step") is not None:
+        step = ck.integer(spec["step"], join(path, "step"), ge=1)
+        if log and step != 1:
+            ck.fail(join(path, "step"), "must be 1 with log: true", got=step)
+        if (high - low) % step:
+            ck.fail(
+                join(path, "step"),
+                f"must divide high - low = {high - low} evenly",
+                got=step,
+                fix=f"set high to {low + (high - low) // step * step} or change step",
+            )
+    return IntParam(name, low, high, log=log, step=step)
+
+
+def _parse_choices(ck: Checker, spec: Mapping[str, Any], path: str) -> tuple[Any, ...]:
+    choices = spec.get("choices")
+    if not isinstance(choices, list | tuple) or not choices:
+        ck.fail(path, "must be a non-empty list", got=choices)
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, SCALAR_TYPES) or (
+            isinstance(choice, float) and math.isnan(choice)
+        ):
+            ck.fail(f"{path}[{i}]", "must be a string, number, boolean or null", got=choice)
+        # Optuna finds a choice by ==, where True == 1 == 1.0: such choices collide.
+        for earlier in choices[:i]:
+            if earlier == choice:
+                ck.fail(f"{path}[{i}]", f"duplicates the choice {earlier!r}", got=choice)
+    return tuple(choices)
+
+
+def check_plain(ck: Checker, value: Any, path: str) -> Any:
+    """A YAML-able value: scalars, dates, lists and string-keyed mappings of them."""
+    if isinstance(value, SCALAR_TYPES | datetime.date):
+        return value
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            check_plain(ck, item, f"{path}[{i}]")
+        return value
+    if isinstance(value, Mapping):
+        for key, item in ck.mapping(value, path).items():
+            check_plain(ck, item, join(path, key))
+        return value
+    ck.fail(path, "must be a YAML scalar, list or mapping", got=value)
+
+
+def _describe(param: Param) -> str:
+    if isinstance(param, CategoricalParam):
+        return ", ".join(repr(c) for c in param.choices)
+    if isinstance(param, IntParam):
+        steps = f" in steps of {param.step}" if param.step != 1 else ""
+        return f"integers {param.low}..{param.high}{steps}"
+    if isinstance(param, FixedParam):
+        return repr(param.value)
+    return "a float range"
+
+
+def _parse_when(
+    ck: Checker, name: str, when: Any, path: str, params: Mapping[str, Param]
+) -> tuple[Condition, ...]:
+    conditions = []
+    for parent_name, raw in ck.mapping(when, path).items():
+        cpath = join(path, parent_name)
+        if parent_name == name:
+            ck.fail(cpath, "a parameter cannot depend on itself")
+        if parent_name not in params:
+            others = [n for n in params if n != name]
+            ck.fail(
+                cpath,
+                f"unknown parameter {parent_name!r}",
+                allowed=others,
+                suggestion=closest(parent_name, others),
+            )
+        parent = params[parent_name]
+        if isinstance(parent, FloatParam):
+            ck.fail(
+                cpath,
+                f"cannot depend on float parameter {parent_name!r}",
+                fix="condition on a categorical, int or fixed parameter",
+            )
+        values = list(raw) if isinstance(raw, list | tuple) else [raw]
+        if not values:
+            ck.fail(cpath, "must list at least one value", got=raw)
+        for value in values:
+            if not isinstance(value, SCALAR_TYPES) or not parent.contains(value):
+                ck.fail(
+                    cpath,
+                    f"not a value {parent_name!r} can take",
+                    got=value,
+                    allowed=_describe(parent),
+                )
+        conditions.append(Condition(parent_name, tuple(values)))
+    return tuple(conditions)
+
+
+def _topological(ck: Checker, path: str, params: list[Param]) -> tuple[Param, ...]:
+    """Parents before children; otherwise file order. Fails on a cycle."""
+    placed: list[Param] = []
+    placed_names: set[str] = set()
+    remaining = list(params)
+    while remaining:
+        for param in remaining:
+            if all(c.parent in placed_names for c in param.when):
+                placed.append(param)
+                placed_names.add(param.name)
+                remaining.remove(param)
+                break
+        else:
+            cycle = _find_cycle({p.name: [c.parent for c in p.when] for p in remaining})
+            ck.fail(
+                join(join(path, cycle[0]), "when"),
+                "conditions form a cycle: " + " -> ".join(cycle),
+                fix="remove one of the when: conditions in the cycle",
+            )
+    return tuple(placed)
+
+
+def _find_cycle(deps: Mapping[str, list[str]]) -> list[str]:
+    """A cycle in ``deps`` (every node has an unplaced parent, so one exists)."""
+    node = next(iter(deps))
+    seen: list[str] = []
+    while node not in seen:
+        seen.append(node)
+        node = next(parent for parent in deps[node] if parent in deps)
+    return [*seen[seen.index(node) :], node]
