@@ -27,7 +27,14 @@ __all__ = [
 
 RESERVED_PREFIX = "tuner_"
 # Config keys the service sets; every other key is a hyperparameter.
-RESERVED_KEYS = ("tuner_max_epochs", "tuner_seed", "tuner_checkpoint_every", "tuner_device")
+# Service keys (see tuner/campaign.py); a trial only *ends itself* with tuner_stop_reason.
+RESERVED_KEYS = (
+    "tuner_max_epochs",
+    "tuner_seed",
+    "tuner_checkpoint_every",
+    "tuner_device",
+    "tuner_trainable",
+)
 DEVICES = ("auto", "cpu", "cuda")
 OPTIMIZERS = ("adam", "adamw", "sgd")
 LR_SCHEDULES = ("constant", "cosine")
@@ -87,9 +94,7 @@ def get_bool(config: Mapping[str, Any], key: str, default: bool) -> bool:
     return value
 
 
-def get_choice(
-    config: Mapping[str, Any], key: str, default: str, allowed: Sequence[str]
-) -> str:
+def get_choice(config: Mapping[str, Any], key: str, default: str, allowed: Sequence[str]) -> str:
     """Reads one of ``allowed`` and suggests the closest on a typo."""
     value = config.get(key, default)
     if value not in allowed:

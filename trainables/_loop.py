@@ -149,11 +149,11 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
                 loss = task.loss_fn(model(x_train[idx]), y_train[idx])
             optimizer.zero_grad(set_to_none=True)
             if scaler is not None:
-                scaler.scale(loss).backward()
+                torch.autograd.backward(scaler.scale(loss))
                 scaler.step(optimizer)
                 scaler.update()
             else:
-                loss.backward()
+                torch.autograd.backward(loss)
                 optimizer.step()
             if scheduler is not None:
                 scheduler.step()
@@ -181,8 +181,6 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
             session.report(metrics, None)
             return
         metrics["val_loss"], metrics["val_acc"] = val_loss, val_acc
-        if epoch == cfg.max_epochs:
-            metrics["tuner_stop_reason"] = f"completed: reached tuner_max_epochs={epoch}"
         if epoch % cfg.checkpoint_every == 0 or epoch == cfg.max_epochs:
             state = {
                 "format": _STATE_FORMAT,

@@ -71,7 +71,8 @@ class RaySession:
         """The trial's CPU resource, rounded down and at least 1; None if Ray assigned none."""
         import ray
 
-        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
+        context: Any = ray.get_runtime_context()  # Ray's API is not fully typed
+        cpus = context.get_assigned_resources().get("CPU")
         return max(1, int(cpus)) if cpus else None
 
 

@@ -13,8 +13,8 @@ Hyperparameters (config keys, all optional):
     ``batch_size``, ``lr_schedule``, ``amp`` and the service's ``tuner_*`` keys
     (see :class:`trainables._config.LoopConfig`).
 
-A good start: adam, lr 3e-3, channels 32, batch_size 64 reaches ~0.98 ``val_acc`` in
-10 epochs, well under a second per epoch on one CPU thread.
+A good start: adam, lr 3e-3, channels 32, batch_size 64 reaches 0.975 ``val_acc`` by epoch
+5 (0.97-0.98 after), at about 0.4 s per epoch on one CPU thread.
 """
 
 from __future__ import annotations

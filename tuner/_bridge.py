@@ -17,6 +17,7 @@ from typing import Any
 
 import optuna
 from optuna.trial import TrialState
+from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
 from tuner.outcome import Outcome, decide_outcome
@@ -26,7 +27,7 @@ logger = logging.getLogger(__name__)
 TUNE_TRIAL_ID_ATTR = "tune_trial_id"
 STOP_REASON_ATTR = "stop_reason"
 EPOCHS_ATTR = "epochs"
-ORPHAN_REASON = "orphaned: asked for before a driver crash, never run by Tune"
+ORPHAN_REASON = "orphaned: started after Tune's last snapshot before the driver died; not resumable"
 
 _OPTUNA_STATE = {
     Outcome.COMPLETE: TrialState.COMPLETE,
@@ -35,7 +36,7 @@ _OPTUNA_STATE = {
 }
 
 
-class FidelityOptunaSearch(OptunaSearch):  # type: ignore[misc]
+class FidelityOptunaSearch(OptunaSearch):
     """``OptunaSearch`` that tells Optuna what really happened to each trial.
 
     Args:
@@ -44,16 +45,32 @@ class FidelityOptunaSearch(OptunaSearch):  # type: ignore[misc]
         **kwargs: Passed to ``ray.tune.search.optuna.OptunaSearch``.
     """
 
-    def __init__(self, *, max_epochs: int, epoch_attr: str = "epoch", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        max_epochs: int,
+        max_trials: int | None = None,
+        epoch_attr: str = "epoch",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self._max_epochs = max_epochs
+        self._max_trials = max_trials
         self._epoch_attr = epoch_attr
         self._reported: dict[str, set[int]] = {}
         # Trials whose Optuna state was final before a restore: never told again.
         self._already_final: set[str] = set()
         self.outcomes: dict[str, tuple[Outcome, str]] = {}
 
-    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+    def suggest(self, trial_id: str) -> dict[Any, Any] | None:
+        # A trial that finished after Tune's last snapshot is in the study but unknown to the
+        # restored Tune run; count it so the campaign asks for exactly max_trials.
+        if (
+            self._max_trials is not None
+            and trial_id not in self._ot_trials
+            and self._real_trial_count() >= self._max_trials
+        ):
+            return Searcher.FINISHED  # type: ignore[return-value]  # Tune accepts it
         config: dict[str, Any] | None = super().suggest(trial_id)
         ot_trial = self._ot_trials.get(trial_id)
         if ot_trial is not None:
@@ -82,10 +99,13 @@ class FidelityOptunaSearch(OptunaSearch):  # type: ignore[misc]
     ) -> None:
         if trial_id in self._completed_trials:
             return
-        self._completed_trials.add(trial_id)
         ot_trial = self._ot_trials.get(trial_id)
         if ot_trial is None or trial_id in self._already_final:
             return
+        if result is not None and not error:
+            # Tune skips on_trial_result for the result that meets a stop criterion.
+            self.on_trial_result(trial_id, result)
+        self._completed_trials.add(trial_id)
         decision = decide_outcome(
             result,
             error=error,
@@ -97,9 +117,15 @@ class FidelityOptunaSearch(OptunaSearch):  # type: ignore[misc]
         ot_trial.set_user_attr(EPOCHS_ATTR, decision.epochs)
         state = _OPTUNA_STATE[decision.outcome]
         values = decision.value if decision.outcome is Outcome.COMPLETE else None
-        self._ot_study.tell(ot_trial, values, state=state)
+        study: optuna.Study = self._ot_study  # type: ignore[assignment]
+        study.tell(ot_trial, values, state=state)
         self.outcomes[trial_id] = (decision.outcome, decision.reason)
         self._reported.pop(trial_id, None)
+
+    def _real_trial_count(self) -> int:
+        study: optuna.Study = self._ot_study  # type: ignore[assignment]
+        trials = study.get_trials(deepcopy=False)
+        return sum(1 for t in trials if t.user_attrs.get(STOP_REASON_ATTR) != ORPHAN_REASON)
 
     def restore(self, checkpoint_path: str) -> None:
         super().restore(checkpoint_path)
@@ -107,7 +133,7 @@ class FidelityOptunaSearch(OptunaSearch):  # type: ignore[misc]
 
     def _reconcile(self) -> None:
         """Makes the restored searcher agree with the study on disk (the source of truth)."""
-        study: optuna.Study = self._ot_study
+        study: optuna.Study = self._ot_study  # type: ignore[assignment]
         known = {t.number: tid for tid, t in self._ot_trials.items()}
         orphans = 0
         for frozen in study.get_trials(deepcopy=False):

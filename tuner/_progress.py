@@ -40,7 +40,7 @@ def format_status(
     return " | ".join(parts)
 
 
-class ProgressCallback(Callback):  # type: ignore[misc]
+class ProgressCallback(Callback):
     """Prints campaign progress; a Ray Tune callback run in the driver."""
 
     def __init__(
@@ -74,11 +74,18 @@ class ProgressCallback(Callback):  # type: ignore[misc]
     def _out(self) -> TextIO:
         return self._stream or sys.stdout
 
-    def setup(self, **info: Any) -> None:
+    def setup(self, *args: Any, **info: Any) -> None:
         self._start = time.monotonic()
 
-    def on_trial_result(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
-        value = info["result"].get(self._metric)
+    def on_trial_result(
+        self,
+        iteration: int,
+        trials: list[Trial],
+        trial: Trial,
+        result: dict[Any, Any],
+        **info: Any,
+    ) -> None:
+        value = result.get(self._metric)
         if isinstance(value, (int, float)) and math.isfinite(value):
             better = self._best is None or (
                 value > self._best if self._maximize else value < self._best
@@ -87,13 +94,17 @@ class ProgressCallback(Callback):  # type: ignore[misc]
                 self._best, self._best_trial = float(value), trial.trial_id
         self._emit(trials, force=False)
 
-    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+    def on_trial_complete(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
         epoch = (trial.last_result or {}).get("epoch", 0)
         if isinstance(epoch, (int, float)) and epoch < self._max_epochs:
             self._stopped_early.add(trial.trial_id)
         self._emit(trials, force=True)
 
-    def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+    def on_trial_error(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
         self._emit(trials, force=True)
 
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:

@@ -54,7 +54,7 @@ class _FinishedTrials:
                 controller.stop_trial(trial)
 
 
-class PersistentASHA(_FinishedTrials, ASHAScheduler):  # type: ignore[misc]
+class PersistentASHA(_FinishedTrials, ASHAScheduler):
     """``ASHAScheduler`` (one bracket) that persists its rungs to ``state_path``.
 
     Args:
@@ -135,7 +135,7 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):  # type: ignore[misc]
         return {k: v for k, v in self._finished.items() if v.startswith("stopped by ASHA")}
 
 
-class PersistentFIFO(_FinishedTrials, FIFOScheduler):  # type: ignore[misc]
+class PersistentFIFO(_FinishedTrials, FIFOScheduler):
     """FIFO scheduling that remembers finished trials across a restore."""
 
     def __init__(self, *, state_path: str | None) -> None:

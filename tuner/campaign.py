@@ -49,11 +49,14 @@ class RayOptions:
         num_cpus: CPUs of the embedded local Ray (default: all of this machine's).
         num_gpus: GPUs of the embedded local Ray (default: detected). Logical GPUs work on a
             CPU-only machine: trials are scheduled as if they had one and train on the CPU.
+        worker_logs: Stream the trials' own output to this terminal (Ray keeps it in its
+            session logs either way).
     """
 
     address: str | None = None
     num_cpus: int | None = None
     num_gpus: float | None = None
+    worker_logs: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,14 +72,17 @@ def _init_ray(options: RayOptions) -> bool:
     if ray.is_initialized():
         return False
     address = options.address or os.environ.get("RAY_ADDRESS")
-    common: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": True}
+    common: dict[str, Any] = {
+        "logging_level": logging.WARNING,
+        "log_to_driver": options.worker_logs,
+    }
     if address and address != "local":
         ray.init(address=address, **common)
     else:
         ray.init(
             address="local",
             num_cpus=options.num_cpus,
-            num_gpus=options.num_gpus,
+            num_gpus=options.num_gpus,  # type: ignore[arg-type]  # fractional is fine
             include_dashboard=False,
             dashboard_host="127.0.0.1",
             **common,
@@ -127,6 +133,7 @@ def _build_tuner(spec: CampaignSpec, run_dir: Path, stream: TextIO | None) -> tu
         study_name=spec.name,
         storage=storage,
         max_epochs=spec.budget.max_epochs,
+        max_trials=spec.budget.trials,
         epoch_attr=EPOCH_ATTR,
     )
     state_path = str(run_dir / rundir.SCHEDULER_STATE_FILE)
@@ -194,6 +201,8 @@ def _build_tuner(spec: CampaignSpec, run_dir: Path, stream: TextIO | None) -> tu
 def _prepare_env() -> None:
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", EXPERIMENT_SNAPSHOT_S)
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    # Snapshots are frequent on purpose (see EXPERIMENT_SNAPSHOT_S); don't warn about it.
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
@@ -293,14 +302,17 @@ def write_summary(
         maximize=spec.mode is Mode.MAX,
         max_epochs=spec.budget.max_epochs,
     )
-    finished = sum(summary["states"].get(s, 0) for s in ("COMPLETE", "PRUNED", "FAIL"))
-    status = "completed" if tune_trials >= spec.budget.trials else "time limit reached"
+    orphans = summary["orphans"]
+    real = summary["trials"] - orphans
+    finished = sum(summary["states"].get(s, 0) for s in ("COMPLETE", "PRUNED", "FAIL")) - orphans
+    status = "completed" if finished >= spec.budget.trials else "time limit reached"
     summary = {
         "campaign": spec.name,
         "status": status,
         "trials_requested": spec.budget.trials,
-        "trials_run": tune_trials,
+        "trials_run": real,
         "trials_finished": finished,
+        "tune_trials": tune_trials,
         "wall_s": wall_s,
         **summary,
     }

@@ -7,8 +7,12 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tuner.errors import SpecError, TunerError
+
+if TYPE_CHECKING:
+    from tuner.campaign import RayOptions
 
 DEFAULT_CAMPAIGN = Path(__file__).resolve().parent.parent / "search_spaces" / "default.yaml"
 
@@ -91,6 +95,9 @@ def _ray_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--num-gpus", type=float, help="GPUs of the embedded Ray (logical GPUs work on CPU)"
     )
+    parser.add_argument(
+        "--worker-logs", action="store_true", help="show the trials' own output here"
+    )
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -117,7 +124,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             time_limit = parse_duration(args.time_limit)
         except SpecError as err:
             raise SpecError(
-                "<cli>", "--time-limit", "not a duration", got=args.time_limit,
+                "<cli>",
+                "--time-limit",
+                "not a duration",
+                got=args.time_limit,
                 allowed="seconds or 90s, 10m, 2h, 1h30m",
             ) from err
     spec = spec.with_overrides(
@@ -170,10 +180,15 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ray_options(args: argparse.Namespace) -> object:
+def _ray_options(args: argparse.Namespace) -> RayOptions:
     from tuner.campaign import RayOptions
 
-    return RayOptions(address=args.address, num_cpus=args.num_cpus, num_gpus=args.num_gpus)
+    return RayOptions(
+        address=args.address,
+        num_cpus=args.num_cpus,
+        num_gpus=args.num_gpus,
+        worker_logs=args.worker_logs,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -79,13 +79,9 @@ def decide_outcome(
     if isinstance(own_reason, str) and own_reason:
         return Decision(Outcome.PRUNED, value, epochs, own_reason)
     if metric not in result:
-        return Decision(
-            Outcome.FAIL, None, epochs, f"the last result has no metric {metric!r}"
-        )
+        return Decision(Outcome.FAIL, None, epochs, f"the last result has no metric {metric!r}")
     if value is None:
-        return Decision(
-            Outcome.PRUNED, None, epochs, f"non-finite {metric} at epoch {epochs}"
-        )
+        return Decision(Outcome.PRUNED, None, epochs, f"non-finite {metric} at epoch {epochs}")
     if epochs >= max_epochs:
         return Decision(Outcome.COMPLETE, value, epochs, "completed")
     return Decision(

@@ -89,6 +89,7 @@ def summarize(
         "max_epochs": max_epochs,
         "trials": len(rows),
         "states": dict(sorted(counts.items())),
+        "orphans": sum(1 for r in rows if r.reason.startswith("orphaned")),
         "epochs_consumed": sum(r.epochs for r in rows),
         "best": _row_dict(best) if best else None,
         "top": [_row_dict(r) for r in ranked[:top] if r.value is not None],

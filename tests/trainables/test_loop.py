@@ -93,12 +93,12 @@ def test_digits_learns_and_reports_every_epoch(tmp_path: Path) -> None:
 
     assert [m["epoch"] for m in session.metrics] == [1, 2, 3, 4]
     for m in session.metrics:
-        assert METRIC_KEYS <= m.keys()
+        assert m.keys() >= METRIC_KEYS
         assert m["tuner_device"] == "cpu"
         assert m["epoch_time_s"] > 0 and m["samples_per_s"] > 0
     assert session.metrics[-1]["val_acc"] >= 0.9
-    assert session.metrics[-1]["tuner_stop_reason"].startswith("completed")
-    assert all("tuner_stop_reason" not in m for m in session.metrics[:-1])
+    # Reaching max epochs is not an early stop: no stop reason (the service counts it COMPLETE).
+    assert all("tuner_stop_reason" not in m for m in session.metrics)
 
 
 def test_tabular_learns(tmp_path: Path) -> None:
@@ -154,8 +154,11 @@ def test_same_session_resumes_from_its_own_checkpoint(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("config", "match"),
     [
-        ({"tuner_max_epoch": 3}, r"config\['tuner_max_epoch'\] is not a known key.*"
-         r"Did you mean 'tuner_max_epochs'\?"),
+        (
+            {"tuner_max_epoch": 3},
+            r"config\['tuner_max_epoch'\] is not a known key.*"
+            r"Did you mean 'tuner_max_epochs'\?",
+        ),
         ({"optimizer": "adamm"}, r"config\['optimizer'\] must be one of .*Did you mean 'adam'"),
         ({"lr": 0}, r"config\['lr'\] must be > 0.0, but got 0.0"),
         ({"amp": "false"}, r"config\['amp'\] must be true or false, but got 'false'"),

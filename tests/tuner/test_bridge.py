@@ -82,8 +82,13 @@ def test_stock_and_ours_side_by_side() -> None:
 def test_restore_marks_orphans_failed_and_never_retells_finished(tmp_path: Any) -> None:
     storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/study.db")
     searcher = FidelityOptunaSearch(
-        space=SPACE, metric="val_loss", mode="min", seed=0, max_epochs=2,
-        storage=storage, study_name="s",
+        space=SPACE,
+        metric="val_loss",
+        mode="min",
+        seed=0,
+        max_epochs=2,
+        storage=storage,
+        study_name="s",
     )
     searcher.suggest("a")
     searcher.suggest("b")
@@ -96,8 +101,12 @@ def test_restore_marks_orphans_failed_and_never_retells_finished(tmp_path: Any) 
     searcher.suggest("c")
 
     restored = FidelityOptunaSearch(
-        space=SPACE, metric="val_loss", mode="min", max_epochs=2,
-        storage=storage, study_name="s",
+        space=SPACE,
+        metric="val_loss",
+        mode="min",
+        max_epochs=2,
+        storage=storage,
+        study_name="s",
     )
     restored.restore(str(snapshot))
     study = optuna.load_study(study_name="s", storage=storage)
@@ -114,6 +123,8 @@ def test_restore_marks_orphans_failed_and_never_retells_finished(tmp_path: Any) 
     restored.on_trial_complete("b", {"val_loss": 0.4, "epoch": 2})
     study = optuna.load_study(study_name="s", storage=storage)
     assert [t.state for t in study.trials] == [
-        TrialState.COMPLETE, TrialState.COMPLETE, TrialState.FAIL,
+        TrialState.COMPLETE,
+        TrialState.COMPLETE,
+        TrialState.FAIL,
     ]
     assert not [t for t in study.trials if t.state is TrialState.RUNNING]

@@ -16,14 +16,21 @@ def _study() -> optuna.Study:
     # A full-length trial, good but not the highest value seen.
     study.add_trial(
         create_trial(
-            state=TrialState.COMPLETE, value=0.97, params={"lr": 0.01}, distributions=DIST,
-            intermediate_values={1: 0.8, 2: 0.97}, user_attrs={"tune_trial_id": "a", "epochs": 2},
+            state=TrialState.COMPLETE,
+            value=0.97,
+            params={"lr": 0.01},
+            distributions=DIST,
+            intermediate_values={1: 0.8, 2: 0.97},
+            user_attrs={"tune_trial_id": "a", "epochs": 2},
         )
     )
     # Pruned after one epoch with a higher one-epoch value: must not outrank the COMPLETE one.
     study.add_trial(
         create_trial(
-            state=TrialState.PRUNED, value=None, params={"lr": 0.1}, distributions=DIST,
+            state=TrialState.PRUNED,
+            value=None,
+            params={"lr": 0.1},
+            distributions=DIST,
             intermediate_values={1: 0.99},
             user_attrs={"tune_trial_id": "b", "epochs": 1, "stop_reason": "stopped early"},
         )
@@ -31,7 +38,9 @@ def _study() -> optuna.Study:
     # Failed: no value, ranks last.
     study.add_trial(
         create_trial(
-            state=TrialState.FAIL, params={"lr": 0.5}, distributions=DIST,
+            state=TrialState.FAIL,
+            params={"lr": 0.5},
+            distributions=DIST,
             user_attrs={"tune_trial_id": "c", "stop_reason": "error"},
         )
     )

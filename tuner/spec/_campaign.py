@@ -172,7 +172,8 @@ class CampaignSpec:
         fixed: Read-only mapping passed to the trainable as-is (nested values frozen;
             use :func:`tuner.spec.thaw` for plain dicts and lists).
         description: Free text.
-        source: Where the spec came from (file path as given, or ``"<dict>"``).
+        source: Where the spec came from (file path as given, or ``"<dict>"``); not
+            compared by ``==``.
     """
 
     name: str
@@ -188,13 +189,14 @@ class CampaignSpec:
     failure: FailurePolicy = field(default_factory=FailurePolicy)
     fixed: Mapping[str, Any] = field(default_factory=FrozenDict)
     description: str = ""
-    source: str = "<dict>"
+    # Provenance, not content: a spec equals its round trip through to_dict().
+    source: str = field(default="<dict>", compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The campaign as a plain, YAML-dumpable dict in the campaign-file schema.
 
-        ``parse_campaign(spec.to_dict()) == spec`` holds up to ``source``. Optional
-        values that are unset are left out; the time limit is given in seconds.
+        ``parse_campaign(spec.to_dict()) == spec`` holds (``source`` is not compared).
+        Optional values that are unset are left out; the time limit is in seconds.
         """
         out: dict[str, Any] = {"name": self.name}
         if self.description:

@@ -103,7 +103,9 @@ class Checker:
             self.fail(path, "must not be empty", got=value)
         return value
 
-    def enum(self, value: Any, path: str, enum_cls: type[E], what: str) -> E:
+    def enum(
+        self, value: Any, path: str, enum_cls: type[E], what: str, *, fix: str | None = None
+    ) -> E:
         """A member of ``enum_cls`` given by its value; suggests the closest on a typo."""
         names = [member.value for member in enum_cls]
         for member in enum_cls:
@@ -115,6 +117,7 @@ class Checker:
             got=value,
             allowed=names,
             suggestion=closest(value, names) if isinstance(value, str) else None,
+            fix=fix,
         )
 
 

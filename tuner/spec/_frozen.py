@@ -9,8 +9,9 @@ from typing import Any
 class FrozenDict(Mapping[str, Any]):
     """Read-only mapping that pickles (unlike ``types.MappingProxyType``).
 
-    Values are frozen deeply by :func:`freeze`; :func:`thaw` gives plain dicts and lists
-    back for trainables and YAML dumps.
+    Values are stored frozen (see :func:`freeze`) but read back as plain, fresh copies
+    (lists and dicts, see :func:`thaw`): ``dict(frozen)`` hands a trainable the values
+    as written in the YAML, and mutating them cannot change the spec.
     """
 
     __slots__ = ("_data",)
@@ -19,7 +20,7 @@ class FrozenDict(Mapping[str, Any]):
         self._data: dict[str, Any] = dict(data or {})
 
     def __getitem__(self, key: str) -> Any:
-        return self._data[key]
+        return thaw(self._data[key])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)

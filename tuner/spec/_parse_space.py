@@ -198,7 +198,7 @@ def _parse_choices(ck: Checker, spec: Mapping[str, Any], path: str) -> tuple[Any
 
 def check_plain(ck: Checker, value: Any, path: str) -> Any:
     """A YAML-able value: scalars, dates, lists and string-keyed mappings of them."""
-    if isinstance(value, SCALAR_TYPES | datetime.date):
+    if isinstance(value, (*SCALAR_TYPES, datetime.date)):
         return value
     if isinstance(value, list | tuple):
         for i, item in enumerate(value):

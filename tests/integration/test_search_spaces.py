@@ -1,0 +1,60 @@
+"""Every campaign file in search_spaces/ runs through the real CLI with a tiny budget."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tuner.spec import load_campaign
+
+pytestmark = pytest.mark.ray
+
+ROOT = Path(__file__).resolve().parents[2]
+CAMPAIGNS = sorted((ROOT / "search_spaces").glob("*.yaml"))
+
+
+def test_there_are_campaign_files() -> None:
+    assert {p.name for p in CAMPAIGNS} >= {"default.yaml", "tabular_mlp.yaml"}
+
+
+@pytest.mark.parametrize("campaign", CAMPAIGNS, ids=[p.stem for p in CAMPAIGNS])
+def test_campaign_file_runs_from_the_cli(campaign: Path, tmp_path: Path) -> None:
+    spec = load_campaign(campaign)
+    runs = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "tuner.cli"]
+    run = subprocess.run(
+        [
+            *cmd,
+            "run",
+            str(campaign),
+            "--trials",
+            "3",
+            "--max-epochs",
+            "2",
+            "--runs-dir",
+            str(runs),
+            "--num-cpus",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        start_new_session=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    run_dir = runs / spec.name
+    assert f"run folder {run_dir}" in run.stdout
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["trials_run"] == 3 and summary["status"] == "completed"
+    assert (run_dir / "best.yaml").is_file()
+
+    show = subprocess.run(
+        [*cmd, "show", str(run_dir), "--json"], capture_output=True, text=True, timeout=120
+    )
+    assert show.returncode == 0, show.stderr
+    assert json.loads(show.stdout)["trials"] == 3

@@ -1,0 +1,74 @@
+"""RaySession in a real (local) Ray Tune run: reports, checkpoints and restores."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainables import digits
+from trainables._loop import CHECKPOINT_FILE
+from trainables._session import RaySession
+
+pytestmark = pytest.mark.ray
+
+ray = pytest.importorskip("ray")
+tune = pytest.importorskip("ray.tune")
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    ray.init(num_cpus=1, include_dashboard=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def test_digits_under_ray_tune_reports_and_resumes(local_ray: None, tmp_path: Path) -> None:
+    config = {"channels": 8, "hidden": 16, "tuner_max_epochs": 2, "tuner_checkpoint_every": 1}
+    tuner = tune.Tuner(
+        tune.with_resources(digits.train, {"cpu": 1}),
+        param_space=config,
+        run_config=tune.RunConfig(name="digits", storage_path=str(tmp_path), verbose=0),
+    )
+    (result,) = tuner.fit()
+    assert result.error is None
+    assert result.metrics["epoch"] == 2
+    assert result.metrics["tuner_device"] == "cpu"
+    assert "tuner_stop_reason" not in result.metrics
+    assert result.checkpoint is not None
+    with result.checkpoint.as_directory() as directory:
+        assert os.listdir(directory) == [CHECKPOINT_FILE]
+
+
+def test_failed_trial_resumes_from_its_checkpoint(local_ray: None, tmp_path: Path) -> None:
+    marker = tmp_path / "failed_once"
+
+    # Defined inside the test so Ray pickles it by value (the test module is not importable).
+    def flaky_train(config: dict[str, Any]) -> None:
+        class FailOnceSession(RaySession):
+            def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+                super().report(metrics, checkpoint_dir)
+                if metrics["epoch"] == 1 and not marker.exists():
+                    marker.touch()
+                    raise RuntimeError("simulated node loss after epoch 1")
+
+        digits.train(config, FailOnceSession())
+
+    config = {"channels": 8, "hidden": 16, "tuner_max_epochs": 3}
+    tuner = tune.Tuner(
+        tune.with_resources(flaky_train, {"cpu": 1}),
+        param_space=config,
+        run_config=tune.RunConfig(
+            name="flaky",
+            storage_path=str(tmp_path),
+            verbose=0,
+            failure_config=tune.FailureConfig(max_failures=1),
+        ),
+    )
+    (result,) = tuner.fit()
+    assert result.error is None and marker.exists()
+    # Started from scratch, the retry would report epoch 1 again.
+    assert list(result.metrics_dataframe["epoch"]) == [1, 2, 3]

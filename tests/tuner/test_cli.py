@@ -1,0 +1,108 @@
+"""The CLI on bad input: exit 2, one clear message, no traceback, nothing under runs/."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import tiny_digits_campaign
+from tuner.cli import build_parser, main
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+def _write(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (
+            tiny_digits_campaign(sampler={"type": "tpx"}),
+            "sampler.type: unknown sampler (got 'tpx'; allowed tpe, random, grid, cmaes, gp, "
+            "qmc) Did you mean 'tpe'?",
+        ),
+        (
+            tiny_digits_campaign(
+                budget={"trials": 4, "max_epochs": 1}, scheduler={"grace_period": 2}
+            ),
+            "scheduler.grace_period",
+        ),
+        (tiny_digits_campaign(trainable="digits_cn"), "Did you mean 'digits_cnn'?"),
+    ],
+)
+def test_bad_campaign_exits_2_with_message_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: object, expected: str
+) -> None:
+    path = _write(tmp_path, data)
+    runs = tmp_path / "runs"
+    code, err = _run(["run", str(path), "--runs-dir", str(runs)], capsys)
+    assert code == 2
+    assert err.startswith(f"error: {path}: ")
+    assert expected in err
+    assert "Traceback" not in err
+    assert not runs.exists()
+
+
+def test_override_below_grace_period_is_a_cli_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, tiny_digits_campaign(scheduler={"grace_period": 2}))
+    code, err = _run(
+        ["run", str(path), "--max-epochs", "1", "--runs-dir", str(tmp_path / "runs")], capsys
+    )
+    assert code == 2
+    assert "<cli>: --max-epochs:" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_bad_time_limit_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, tiny_digits_campaign())
+    code, err = _run(
+        ["run", str(path), "--time-limit", "soon", "--runs-dir", str(tmp_path)], capsys
+    )
+    assert code == 2
+    assert "<cli>: --time-limit: not a duration (got 'soon'" in err
+
+
+def test_missing_campaign_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _run(["run", str(tmp_path / "nope.yaml")], capsys)
+    assert code == 2
+    assert "no such campaign file" in err
+
+
+def test_resume_of_a_folder_that_is_not_a_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = _run(["resume", str(tmp_path)], capsys)
+    assert code == 2
+    assert "not a tuner run folder" in err
+
+
+def test_bad_flag_value_is_usage_error_exit_2(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "run", "--trials", "zero"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2
+    assert "--trials: expected a whole number >= 1, got 'zero'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_mentions_every_command() -> None:
+    text = build_parser().format_help()
+    for command in ("run", "resume", "show"):
+        assert command in text
