@@ -2,9 +2,46 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+
+def kill_session(sid: int) -> None:
+    """SIGKILLs every process in session ``sid``: a CLI the test started and its Ray."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid:  # the 6th field of /proc/PID/stat: session id
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(stat.parent.name), signal.SIGKILL)
+
+
+def run_cli(args: list[str], *, cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Runs ``python -m tuner.cli ARGS`` in its own session; whatever it leaves is killed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuner.cli", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        kill_session(proc.pid)
+        proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def tiny_digits_campaign(**overrides: Any) -> dict[str, Any]:

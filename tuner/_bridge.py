@@ -105,6 +105,10 @@ class FidelityOptunaSearch(OptunaSearch):
         if result is not None and not error:
             # Tune skips on_trial_result for the result that meets a stop criterion.
             self.on_trial_result(trial_id, result)
+        elif result is None and not error:
+            # Stopped before it ran again after a restore (its stop was decided just before
+            # the crash): judge it by the epochs already in the study.
+            result = self._result_from_study(ot_trial)
         self._completed_trials.add(trial_id)
         decision = decide_outcome(
             result,
@@ -121,6 +125,14 @@ class FidelityOptunaSearch(OptunaSearch):
         study.tell(ot_trial, values, state=state)
         self.outcomes[trial_id] = (decision.outcome, decision.reason)
         self._reported.pop(trial_id, None)
+
+    def _result_from_study(self, ot_trial: Any) -> dict[str, Any] | None:
+        study: optuna.Study = self._ot_study  # type: ignore[assignment]
+        frozen = study._storage.get_trial(ot_trial._trial_id)
+        if not frozen.intermediate_values:
+            return None
+        last = max(frozen.intermediate_values)
+        return {self.metric: frozen.intermediate_values[last], self._epoch_attr: last}
 
     def _real_trial_count(self) -> int:
         study: optuna.Study = self._ot_study  # type: ignore[assignment]

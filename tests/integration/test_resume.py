@@ -8,7 +8,6 @@ study, no trial told twice, finished trials not rerun, ASHA rungs from before th
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -22,7 +21,7 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from tests.conftest import tiny_digits_campaign
+from tests.conftest import kill_session, run_cli, tiny_digits_campaign
 from tuner import rundir
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -48,24 +47,14 @@ def _tuner(*args: str, cwd: Path) -> list[str]:
     return [sys.executable, "-m", "tuner.cli", *args]
 
 
-def _kill_session(sid: int) -> None:
-    """SIGKILLs every process of the session the test started (the driver and its Ray)."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == sid:  # field 6 of /proc/PID/stat: session id
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(stat.parent.name), signal.SIGKILL)
-
-
 def test_resume_after_sigkill(tmp_path: Path) -> None:
     data = tiny_digits_campaign(name="killed", budget={"trials": 10, "max_epochs": 6})
     campaign = tmp_path / "killed.yaml"
     campaign.write_text(yaml.safe_dump(data))
     run_dir = tmp_path / "runs" / "killed"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    log_path = tmp_path / "driver.log"
+    log = log_path.open("w")
 
     driver = subprocess.Popen(
         _tuner(
@@ -80,19 +69,20 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
         cwd=tmp_path,
         env=env,
         start_new_session=True,
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
     )
     try:
         deadline = time.monotonic() + 240
         while _finished_trials(run_dir) < 3:
-            assert driver.poll() is None, driver.stdout.read().decode() if driver.stdout else ""
+            assert driver.poll() is None, log_path.read_text()
             assert time.monotonic() < deadline, "campaign made no progress"
             time.sleep(0.2)
         time.sleep(1.5)  # let a snapshot of the Tune experiment land mid-campaign
     finally:
-        _kill_session(driver.pid)  # the driver and everything it started
+        kill_session(driver.pid)  # the driver and everything it started
         driver.wait(timeout=30)
+        log.close()
     assert driver.returncode == -signal.SIGKILL
 
     before = json.loads((run_dir / rundir.SCHEDULER_STATE_FILE).read_text())
@@ -100,15 +90,7 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
     lines_before = _result_lines(run_dir)
     assert len(finished_before) >= 3
 
-    resumed = subprocess.run(
-        _tuner("resume", str(run_dir), "--num-cpus", "2", cwd=tmp_path),
-        cwd=tmp_path,
-        env=env,
-        start_new_session=True,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    resumed = run_cli(["resume", str(run_dir), "--num-cpus", "2"], cwd=tmp_path, timeout=300)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
 
     study = optuna.load_study(study_name="killed", storage=rundir.study_url(run_dir))

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_cli
 from tuner.spec import load_campaign
 
 pytestmark = pytest.mark.ray
@@ -25,10 +24,8 @@ def test_there_are_campaign_files() -> None:
 def test_campaign_file_runs_from_the_cli(campaign: Path, tmp_path: Path) -> None:
     spec = load_campaign(campaign)
     runs = tmp_path / "runs"
-    cmd = [sys.executable, "-m", "tuner.cli"]
-    run = subprocess.run(
+    run = run_cli(
         [
-            *cmd,
             "run",
             str(campaign),
             "--trials",
@@ -40,11 +37,8 @@ def test_campaign_file_runs_from_the_cli(campaign: Path, tmp_path: Path) -> None
             "--num-cpus",
             "2",
         ],
-        capture_output=True,
-        text=True,
-        timeout=300,
         cwd=tmp_path,
-        start_new_session=True,
+        timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
     run_dir = runs / spec.name
@@ -53,8 +47,6 @@ def test_campaign_file_runs_from_the_cli(campaign: Path, tmp_path: Path) -> None
     assert summary["trials_run"] == 3 and summary["status"] == "completed"
     assert (run_dir / "best.yaml").is_file()
 
-    show = subprocess.run(
-        [*cmd, "show", str(run_dir), "--json"], capture_output=True, text=True, timeout=120
-    )
+    show = run_cli(["show", str(run_dir), "--json"], cwd=tmp_path, timeout=120)
     assert show.returncode == 0, show.stderr
     assert json.loads(show.stdout)["trials"] == 3

@@ -128,3 +128,21 @@ def test_restore_marks_orphans_failed_and_never_retells_finished(tmp_path: Any) 
         TrialState.FAIL,
     ]
     assert not [t for t in study.trials if t.state is TrialState.RUNNING]
+
+
+def test_trial_stopped_without_a_result_is_judged_by_its_reported_epochs() -> None:
+    # After a restore Tune stops a trial that finished just before the crash without running
+    # it: on_trial_complete arrives with no result. Its epochs are already in the study.
+    searcher = FidelityOptunaSearch(
+        space=SPACE, metric="val_loss", mode="min", seed=0, max_epochs=MAX_EPOCHS
+    )
+    searcher.suggest("x")
+    searcher.suggest("y")
+    searcher.on_trial_result("x", {"val_loss": 0.7, "epoch": 1})
+    searcher.on_trial_result("x", {"val_loss": 0.6, "epoch": 2})
+    searcher.on_trial_complete("x")
+    searcher.on_trial_complete("y")  # never reported anything
+    x, y = searcher._ot_study.trials
+    assert x.state is TrialState.PRUNED
+    assert x.user_attrs["stop_reason"] == "stopped early at epoch 2 of 4"
+    assert y.state is TrialState.FAIL
