@@ -37,7 +37,7 @@ RESERVED_KEYS = (
 )
 DEVICES = ("auto", "cpu", "cuda")
 OPTIMIZERS = ("adam", "adamw", "sgd")
-LR_SCHEDULES = ("constant", "cosine")
+LR_SCHEDULES = ("constant", "cosine", "step", "onecycle")
 # Default learning rate per optimizer family: adaptive methods want much smaller steps.
 DEFAULT_LR = {"adam": 1e-3, "adamw": 1e-3, "sgd": 0.05}
 
@@ -124,7 +124,20 @@ class LoopConfig:
     (0), ``tuner_checkpoint_every`` (1), ``tuner_device`` ("auto"), ``optimizer``
     ("adam"), ``lr`` (1e-3 for adam/adamw, 0.05 for sgd), ``momentum`` (0.9, sgd only,
     Nesterov when > 0), ``weight_decay`` (0.0), ``batch_size`` (64), ``lr_schedule``
-    ("constant"), ``amp`` (True; used on CUDA only).
+    ("constant"), ``amp`` (True; used on CUDA only), and the training knobs below.
+
+    Training knobs (see :mod:`trainables._schedule` for the LR schedules):
+        ``lr_schedule`` ("constant"): one of "constant", "cosine" (to 0 over the run,
+        per optimizer step), "step" (times ``lr_gamma`` every ``lr_step_epochs``),
+        "onecycle" (torch ``OneCycleLR`` with ``max_lr = lr``, per optimizer step).
+        ``lr_step_epochs`` (10, >= 1) and ``lr_gamma`` (0.1, in (0, 1]): the "step" schedule.
+        ``warmup_epochs`` (0.0, >= 0, may be fractional): linear warm-up from 0, multiplied
+        onto any schedule. ``label_smoothing`` (0.0, in [0, 1)): training loss only;
+        ``val_loss`` stays plain cross-entropy. ``grad_clip`` (0.0 = off, else the max
+        global gradient norm). ``grad_accum`` (1, >= 1): micro-batches of ``batch_size``
+        per optimizer step. ``prune_amount`` (0.0 = off, in [0, 1)) and
+        ``prune_finetune_epochs`` (0, < ``tuner_max_epochs`` when pruning): global L1
+        magnitude pruning after epoch ``tuner_max_epochs - prune_finetune_epochs``.
     """
 
     max_epochs: int = 10
@@ -138,6 +151,14 @@ class LoopConfig:
     batch_size: int = 64
     lr_schedule: str = "constant"
     amp: bool = True
+    lr_step_epochs: int = 10
+    lr_gamma: float = 0.1
+    warmup_epochs: float = 0.0
+    label_smoothing: float = 0.0
+    grad_clip: float = 0.0
+    grad_accum: int = 1
+    prune_amount: float = 0.0
+    prune_finetune_epochs: int = 0
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> LoopConfig:
@@ -149,8 +170,21 @@ class LoopConfig:
         """
         _check_reserved_keys(config)
         optimizer = get_choice(config, "optimizer", "adam", OPTIMIZERS)
+        max_epochs = get_int(config, "tuner_max_epochs", 10, low=1)
+        prune_amount = get_float(
+            config, "prune_amount", cls.prune_amount, low=0.0, high=1.0, high_open=True
+        )
+        prune_finetune_epochs = get_int(
+            config, "prune_finetune_epochs", cls.prune_finetune_epochs, low=0
+        )
+        if prune_amount > 0 and prune_finetune_epochs >= max_epochs:
+            raise ValueError(
+                f"config['prune_finetune_epochs'] must be < config['tuner_max_epochs'] "
+                f"({max_epochs}) when pruning, but got {prune_finetune_epochs!r}: pruning "
+                "happens after epoch tuner_max_epochs - prune_finetune_epochs."
+            )
         return cls(
-            max_epochs=get_int(config, "tuner_max_epochs", 10, low=1),
+            max_epochs=max_epochs,
             seed=get_int(config, "tuner_seed", 0, low=0),
             checkpoint_every=get_int(config, "tuner_checkpoint_every", 1, low=1),
             device=get_choice(config, "tuner_device", "auto", DEVICES),
@@ -161,4 +195,14 @@ class LoopConfig:
             batch_size=get_int(config, "batch_size", 64, low=1),
             lr_schedule=get_choice(config, "lr_schedule", "constant", LR_SCHEDULES),
             amp=get_bool(config, "amp", True),
+            lr_step_epochs=get_int(config, "lr_step_epochs", cls.lr_step_epochs, low=1),
+            lr_gamma=get_float(config, "lr_gamma", cls.lr_gamma, low=0.0, high=1.0, low_open=True),
+            warmup_epochs=get_float(config, "warmup_epochs", cls.warmup_epochs, low=0.0),
+            label_smoothing=get_float(
+                config, "label_smoothing", cls.label_smoothing, low=0.0, high=1.0, high_open=True
+            ),
+            grad_clip=get_float(config, "grad_clip", cls.grad_clip, low=0.0),
+            grad_accum=get_int(config, "grad_accum", cls.grad_accum, low=1),
+            prune_amount=prune_amount,
+            prune_finetune_epochs=prune_finetune_epochs,
         )

@@ -5,16 +5,23 @@ A model module builds a :class:`Task` (data tensors, a model factory, a loss) an
 :class:`~trainables._session.Session`. Every epoch reports ``epoch`` (1-based),
 ``train_loss``, ``val_loss``, ``val_acc`` (the objective), ``epoch_time_s`` (train plus
 validation), ``samples_per_s`` (training samples per second of training time) and
-``tuner_device``; the report that ends the trial adds ``tuner_stop_reason``.
+``sparsity`` (fraction of zero conv/linear weights) and ``tuner_device``; a report that
+ends the trial early (divergence) adds ``tuner_stop_reason``.
+
+Training knobs read here (see :class:`~trainables._config.LoopConfig`): the LR schedule and
+warm-up (:mod:`trainables._schedule`), label smoothing, gradient clipping, gradient
+accumulation, magnitude pruning (:mod:`trainables._prune`) and the task's own train-time
+augmentation (:attr:`Task.augment`), which draws from a generator seeded by the trial seed.
 
 Checkpoints (a directory holding ``state.pt``) carry everything needed to continue with
 the same data order and random streams, so an interrupted and restored run matches an
-uninterrupted one (bitwise on CPU).
+uninterrupted one (bitwise on CPU); a pruned model is saved with its masks.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import random
@@ -29,17 +36,32 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from trainables import _prune
 from trainables._config import RESERVED_PREFIX, LoopConfig
+from trainables._schedule import LRSchedule
 from trainables._session import Session
 
-__all__ = ["CHECKPOINT_FILE", "RESERVED_PREFIX", "Task", "choose_device", "fit"]
+__all__ = [
+    "CHECKPOINT_FILE",
+    "RESERVED_PREFIX",
+    "Augment",
+    "Task",
+    "choose_device",
+    "fit",
+    "train_step",
+]
 
 CHECKPOINT_FILE = "state.pt"
-_STATE_FORMAT = 1
+# 2: LambdaLR/OneCycleLR scheduler state, augmentation generator, pruning masks.
+_STATE_FORMAT = 2
+# The augmentation stream is seeded apart from the data order (seed + this).
+_AUGMENT_SEED_OFFSET = 1
 # Evaluation needs no activations for backward, so it can use bigger batches.
 _MIN_EVAL_BATCH = 1024
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+# A batch of training inputs and a CPU generator to draw random transforms from.
+Augment = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -53,6 +75,8 @@ class Task:
         y_val: Validation class indices (int64).
         make_model: Builds a freshly initialised model (called after seeding).
         loss_fn: Mean loss of a batch of logits against class indices.
+        augment: Random transform of a training batch (never applied to validation), or
+            None.
     """
 
     x_train: torch.Tensor
@@ -61,6 +85,7 @@ class Task:
     y_val: torch.Tensor
     make_model: Callable[[], nn.Module]
     loss_fn: LossFn = F.cross_entropy
+    augment: Augment | None = None
 
     def __post_init__(self) -> None:
         for x, y, split in ((self.x_train, self.y_train, "train"), (self.x_val, self.y_val, "val")):
@@ -121,44 +146,52 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
     # The data lives on the device for the whole run; batches are index gathers there.
     x_train, y_train = task.x_train.to(device), task.y_train.to(device)
     x_val, y_val = task.x_val.to(device), task.y_val.to(device)
-    steps_per_epoch = math.ceil(len(x_train) / cfg.batch_size)
+    steps_per_epoch = math.ceil(math.ceil(len(x_train) / cfg.batch_size) / cfg.grad_accum)
     optimizer = _make_optimizer(cfg, model)
-    scheduler = _make_scheduler(cfg, optimizer, steps_per_epoch)
+    scheduler = LRSchedule(cfg, optimizer, steps_per_epoch)
+    train_loss_fn = _train_loss_fn(task.loss_fn, cfg.label_smoothing)
     amp_dtype = _amp_dtype(cfg, device)
     scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
     data_order = torch.Generator().manual_seed(cfg.seed)
+    augment_rng = torch.Generator().manual_seed(cfg.seed + _AUGMENT_SEED_OFFSET)
+    prune_epoch = cfg.max_epochs - cfg.prune_finetune_epochs if cfg.prune_amount > 0 else 0
     start = 1
     if state is not None:
+        if state["pruned"]:
+            _prune.add_mask_slots(model)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        if scheduler is not None and state["scheduler"] is not None:
-            scheduler.load_state_dict(state["scheduler"])
+        scheduler.load_state_dict(state["scheduler"])
         if scaler is not None and state["scaler"] is not None:
             scaler.load_state_dict(state["scaler"])
-        _set_rng_state(state["rng"], data_order, device)
+        _set_rng_state(state["rng"], data_order, augment_rng, device)
         start = state["epoch"] + 1
 
+    step_size = cfg.batch_size * cfg.grad_accum
     for epoch in range(start, cfg.max_epochs + 1):
         t0 = time.perf_counter()
         model.train()
         order = torch.randperm(len(x_train), generator=data_order).to(device)
         loss_sum = torch.zeros((), device=device)
-        for i in range(0, len(order), cfg.batch_size):
-            idx = order[i : i + cfg.batch_size]
-            with _autocast(device, amp_dtype):
-                loss = task.loss_fn(model(x_train[idx]), y_train[idx])
-            optimizer.zero_grad(set_to_none=True)
-            if scaler is not None:
-                torch.autograd.backward(scaler.scale(loss))
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                torch.autograd.backward(loss)
-                optimizer.step()
-            if scheduler is not None:
-                scheduler.step()
-            # Summed on the device: a .item() per step would stall the GPU every batch.
-            loss_sum += loss.detach().float() * len(idx)
+        for i in range(0, len(order), step_size):
+            batches = []
+            for j in range(i, min(i + step_size, len(order)), cfg.batch_size):
+                idx = order[j : j + cfg.batch_size]
+                xb = x_train[idx]
+                if task.augment is not None:
+                    xb = task.augment(xb, augment_rng)
+                batches.append((xb, y_train[idx]))
+            loss_sum += train_step(
+                model,
+                optimizer,
+                train_loss_fn,
+                batches,
+                grad_clip=cfg.grad_clip,
+                scaler=scaler,
+                amp_dtype=amp_dtype,
+                device=device,
+            )
+            scheduler.step()
         train_loss = (loss_sum / len(x_train)).item()
         train_time = time.perf_counter() - t0
         metrics: dict[str, Any] = {
@@ -168,12 +201,17 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
             "val_acc": math.nan,
             "epoch_time_s": train_time,
             "samples_per_s": len(x_train) / train_time,
+            "sparsity": _prune.sparsity(model),
             "tuner_device": str(device),
         }
         if not math.isfinite(train_loss):
             metrics["tuner_stop_reason"] = f"diverged: train loss is {train_loss} at epoch {epoch}"
             session.report(metrics, None)
             return
+        if epoch == prune_epoch and not _prune.is_pruned(model):
+            # After training epoch P, so its validation already scores the pruned model.
+            _prune.prune_globally(model, cfg.prune_amount)
+            metrics["sparsity"] = _prune.sparsity(model)
         val_loss, val_acc = _evaluate(model, task.loss_fn, x_val, y_val, cfg, device, amp_dtype)
         metrics["epoch_time_s"] = time.perf_counter() - t0
         if not math.isfinite(val_loss):
@@ -186,10 +224,11 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
                 "format": _STATE_FORMAT,
                 "epoch": epoch,
                 "model": model.state_dict(),
+                "pruned": _prune.is_pruned(model),
                 "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict() if scheduler is not None else None,
+                "scheduler": scheduler.state_dict(),
                 "scaler": scaler.state_dict() if scaler is not None else None,
-                "rng": _get_rng_state(data_order, device),
+                "rng": _get_rng_state(data_order, augment_rng, device),
                 "metrics": metrics,
             }
             # Ray copies the directory inside report(), so it may vanish right after.
@@ -198,6 +237,57 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
                 session.report(metrics, out)
         else:
             session.report(metrics, None)
+
+
+def train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: LossFn,
+    batches: list[tuple[torch.Tensor, torch.Tensor]],
+    *,
+    grad_clip: float = 0.0,
+    scaler: torch.amp.GradScaler | None = None,
+    amp_dtype: torch.dtype | None = None,
+    device: torch.device | None = None,
+) -> torch.Tensor:
+    """One optimizer step over micro-batches; returns the summed (not mean) loss, detached.
+
+    Each micro-batch's mean loss is weighted by its share of the step's samples (1/N for N
+    equal micro-batches), so the accumulated gradient is that of one batch of all of them.
+    With ``grad_clip > 0`` the global gradient norm is clipped to it before the step.
+    """
+    device = device if device is not None else batches[0][0].device
+    total = sum(len(yb) for _, yb in batches)
+    loss_sum = torch.zeros((), device=device)
+    optimizer.zero_grad(set_to_none=True)
+    for xb, yb in batches:
+        with _autocast(device, amp_dtype):
+            loss = loss_fn(model(xb), yb)
+        scaled = loss * (len(yb) / total)
+        torch.autograd.backward(scaler.scale(scaled) if scaler is not None else scaled)
+        # Summed on the device: a .item() per step would stall the GPU every batch.
+        loss_sum += loss.detach().float() * len(yb)
+    if grad_clip > 0:
+        if scaler is not None:
+            scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    return loss_sum
+
+
+def _train_loss_fn(loss_fn: LossFn, label_smoothing: float) -> LossFn:
+    if label_smoothing == 0:
+        return loss_fn
+    if loss_fn is not F.cross_entropy:
+        raise ValueError(
+            f"config['label_smoothing'] is {label_smoothing!r}, but this task's loss is not "
+            "cross-entropy, the only loss it applies to. To fix: leave it at 0.0."
+        )
+    return functools.partial(F.cross_entropy, label_smoothing=label_smoothing)
 
 
 @torch.no_grad()
@@ -240,17 +330,6 @@ def _make_optimizer(cfg: LoopConfig, model: nn.Module) -> torch.optim.Optimizer:
     return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
 
 
-def _make_scheduler(
-    cfg: LoopConfig, optimizer: torch.optim.Optimizer, steps_per_epoch: int
-) -> torch.optim.lr_scheduler.LRScheduler | None:
-    if cfg.lr_schedule == "constant":
-        return None
-    # Stepped per batch so the decay is smooth even for runs of a few epochs.
-    return torch.optim.lr_scheduler.CosineAnnealingLR(
-        optimizer, T_max=cfg.max_epochs * steps_per_epoch
-    )
-
-
 def _amp_dtype(cfg: LoopConfig, device: torch.device) -> torch.dtype | None:
     if device.type != "cuda" or not cfg.amp:
         return None
@@ -271,7 +350,9 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)  # also seeds every CUDA device
 
 
-def _get_rng_state(data_order: torch.Generator, device: torch.device) -> dict[str, Any]:
+def _get_rng_state(
+    data_order: torch.Generator, augment_rng: torch.Generator, device: torch.device
+) -> dict[str, Any]:
     # Plain ints, lists and tensors only, so the file loads with torch.load(weights_only=True).
     np_state = np.random.get_state(legacy=False)
     return {
@@ -285,10 +366,16 @@ def _get_rng_state(data_order: torch.Generator, device: torch.device) -> dict[st
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
         "data_order": data_order.get_state(),
+        "augment": augment_rng.get_state(),
     }
 
 
-def _set_rng_state(rng: dict[str, Any], data_order: torch.Generator, device: torch.device) -> None:
+def _set_rng_state(
+    rng: dict[str, Any],
+    data_order: torch.Generator,
+    augment_rng: torch.Generator,
+    device: torch.device,
+) -> None:
     random.setstate(rng["python"])
     np_rng = rng["numpy"]
     key = np.asarray(np_rng["key"], dtype=np.uint32)
@@ -298,6 +385,7 @@ def _set_rng_state(rng: dict[str, Any], data_order: torch.Generator, device: tor
     if device.type == "cuda" and rng["cuda"] is not None:
         torch.cuda.set_rng_state(rng["cuda"], device)
     data_order.set_state(rng["data_order"])
+    augment_rng.set_state(rng["augment"])
 
 
 def _load_state(directory: str) -> dict[str, Any]:

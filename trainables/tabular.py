@@ -1,16 +1,20 @@
 """Built-in ``tabular_mlp``: an MLP on scikit-learn's breast cancer data (binary, 30 features).
 
 Data: ``sklearn.datasets.load_breast_cancer`` (569 samples, shipped with scikit-learn),
-the fixed stratified 80/20 split of :mod:`trainables._data`, features standardised with
-the train split's mean and std.
+the fixed stratified 80/20 split of :mod:`trainables._data`.
 
 Hyperparameters (config keys, all optional):
     hidden (int, 64): width of each hidden layer.
     layers (int, 2): number of hidden layers (0 gives logistic regression).
     dropout (float in [0, 1), 0.0): dropout after each hidden layer.
+    batch_norm (bool, False): BatchNorm after each hidden linear layer (before the ReLU).
+    input_standardize (bool, True): standardise each feature with the train split's mean
+        and std (per feature); False feeds the raw features.
     Plus the loop's keys: ``lr``, ``optimizer``, ``momentum``, ``weight_decay``,
-    ``batch_size``, ``lr_schedule``, ``amp`` and the service's ``tuner_*`` keys
-    (see :class:`trainables._config.LoopConfig`).
+    ``batch_size``, ``lr_schedule``, ``lr_step_epochs``, ``lr_gamma``, ``warmup_epochs``,
+    ``label_smoothing``, ``grad_clip``, ``grad_accum``, ``prune_amount``,
+    ``prune_finetune_epochs``, ``amp`` and the service's ``tuner_*`` keys (see
+    :class:`trainables._config.LoopConfig`).
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
-from trainables._config import get_float, get_int
+from trainables._config import get_bool, get_float, get_int
 from trainables._data import standardize, stratified_split
 from trainables._loop import Task, fit
 from trainables._session import RaySession, Session
@@ -41,6 +46,7 @@ class MLPConfig:
     hidden: int = 64
     layers: int = 2
     dropout: float = 0.0
+    batch_norm: bool = False
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], in_features: int) -> MLPConfig:
@@ -50,18 +56,20 @@ class MLPConfig:
             hidden=get_int(config, "hidden", cls.hidden, low=1),
             layers=get_int(config, "layers", cls.layers, low=0),
             dropout=get_float(config, "dropout", cls.dropout, low=0.0, high=1.0, high_open=True),
+            batch_norm=get_bool(config, "batch_norm", cls.batch_norm),
         )
 
 
 class MLP(nn.Module):
-    """``layers`` x (linear-relu-dropout), then a linear layer to the class logits."""
+    """``layers`` x (linear-[batchnorm]-relu-dropout), then a linear layer to the logits."""
 
     def __init__(self, cfg: MLPConfig) -> None:
         super().__init__()
         blocks: list[nn.Module] = []
         width = cfg.in_features
         for _ in range(cfg.layers):
-            blocks += [nn.Linear(width, cfg.hidden), nn.ReLU(), nn.Dropout(cfg.dropout)]
+            norm = nn.BatchNorm1d(cfg.hidden) if cfg.batch_norm else nn.Identity()
+            blocks += [nn.Linear(width, cfg.hidden), norm, nn.ReLU(), nn.Dropout(cfg.dropout)]
             width = cfg.hidden
         blocks.append(nn.Linear(width, NUM_CLASSES))
         self.net = nn.Sequential(*blocks)
@@ -72,14 +80,20 @@ class MLP(nn.Module):
         return out
 
 
-@functools.lru_cache(maxsize=1)
-def _load() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+@functools.lru_cache(maxsize=2)
+def _load(input_standardize: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     from sklearn.datasets import load_breast_cancer
 
     data = load_breast_cancer()
     x_train, x_val, y_train, y_val = stratified_split(data.data, data.target)
-    x_train, x_val = standardize(x_train, x_val)
-    return torch.from_numpy(x_train), y_train, torch.from_numpy(x_val), y_val
+    if input_standardize:
+        x_train, x_val = standardize(x_train, x_val)
+    return (
+        torch.from_numpy(x_train.astype(np.float32)),
+        y_train,
+        torch.from_numpy(x_val.astype(np.float32)),
+        y_val,
+    )
 
 
 def make_task(config: Mapping[str, Any]) -> Task:
@@ -88,7 +102,7 @@ def make_task(config: Mapping[str, Any]) -> Task:
     Raises:
         ValueError: A model hyperparameter is invalid.
     """
-    x_train, y_train, x_val, y_val = _load()
+    x_train, y_train, x_val, y_val = _load(get_bool(config, "input_standardize", True))
     model_cfg = MLPConfig.from_config(config, in_features=x_train.shape[1])
     return Task(x_train, y_train, x_val, y_val, make_model=lambda: MLP(model_cfg))
 

@@ -26,6 +26,18 @@ TINY_DIGITS: dict[str, Any] = {
     "lr_schedule": "cosine",
     "tuner_seed": 7,
 }
+# Every knob with state to restore: a warmed-up per-step schedule, augmentation draws,
+# pruning masks (pruned before the interruption after epoch 2, or after it at epoch 3).
+ALL_KNOBS: dict[str, Any] = {
+    "lr_schedule": "onecycle",
+    "warmup_epochs": 1.5,
+    "augment": 0.5,
+    "prune_amount": 0.4,
+    "label_smoothing": 0.1,
+    "grad_clip": 1.0,
+    "grad_accum": 2,
+    "batch_size": 32,
+}
 METRIC_KEYS = {
     "epoch",
     "train_loss",
@@ -33,9 +45,10 @@ METRIC_KEYS = {
     "val_acc",
     "epoch_time_s",
     "samples_per_s",
+    "sparsity",
     "tuner_device",
 }
-COMPARED = ("epoch", "train_loss", "val_loss", "val_acc")
+COMPARED = ("epoch", "train_loss", "val_loss", "val_acc", "sparsity")
 # On CPU the restored run repeats the same float operations in the same order, so results
 # are bitwise equal in practice; 1e-6 is the contract's tolerance.
 ATOL = 1e-6
@@ -63,8 +76,13 @@ def _weights(checkpoint: str | None) -> dict[str, torch.Tensor]:
     return weights
 
 
-def test_restored_run_matches_uninterrupted_run(tmp_path: Path) -> None:
-    config = {**TINY_DIGITS, "tuner_max_epochs": 4}
+@pytest.mark.parametrize(
+    "knobs",
+    [{}, {**ALL_KNOBS, "prune_finetune_epochs": 2}, {**ALL_KNOBS, "prune_finetune_epochs": 1}],
+    ids=["defaults", "all-knobs-pruned-before", "all-knobs-pruned-after"],
+)
+def test_restored_run_matches_uninterrupted_run(knobs: dict[str, Any], tmp_path: Path) -> None:
+    config = {**TINY_DIGITS, **knobs, "tuner_max_epochs": 4}
     whole = LocalSession(tmp_path / "whole")
     digits.train(config, whole)
 
@@ -75,6 +93,8 @@ def test_restored_run_matches_uninterrupted_run(tmp_path: Path) -> None:
     second = LocalSession(tmp_path / "second", restore_from=first.latest_checkpoint)
     digits.train(config, second)
 
+    if knobs:
+        assert whole.metrics[-1]["sparsity"] == pytest.approx(0.4, abs=0.01)
     resumed = first.metrics + second.metrics
     assert [m["epoch"] for m in resumed] == [1, 2, 3, 4]
     for got, want in zip(resumed, whole.metrics, strict=True):
