@@ -11,6 +11,7 @@ from __future__ import annotations
 BUILTINS: dict[str, str] = {
     "digits_cnn": "trainables.digits:train",
     "tabular_mlp": "trainables.tabular:train",
+    "charlm": "trainables.charlm:train",
 }
 
 __all__ = ["BUILTINS"]

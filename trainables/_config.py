@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "DATA_PLACEMENTS",
     "DEVICES",
     "LR_SCHEDULES",
     "OPTIMIZERS",
+    "PLATEAU_METRICS",
     "RESERVED_KEYS",
     "RESERVED_PREFIX",
     "LoopConfig",
@@ -34,10 +36,14 @@ RESERVED_KEYS = (
     "tuner_checkpoint_every",
     "tuner_device",
     "tuner_trainable",
+    # Data-parallel trials run on Ray Train workers (TrainWorkerSession) when this is > 1.
+    "tuner_workers",
 )
 DEVICES = ("auto", "cpu", "cuda")
 OPTIMIZERS = ("adam", "adamw", "sgd")
 LR_SCHEDULES = ("constant", "cosine", "step", "onecycle")
+DATA_PLACEMENTS = ("auto", "always", "never")
+PLATEAU_METRICS = ("val_loss", "val_acc")
 # Default learning rate per optimizer family: adaptive methods want much smaller steps.
 DEFAULT_LR = {"adam": 1e-3, "adamw": 1e-3, "sgd": 0.05}
 
@@ -138,6 +144,22 @@ class LoopConfig:
         per optimizer step. ``prune_amount`` (0.0 = off, in [0, 1)) and
         ``prune_finetune_epochs`` (0, < ``tuner_max_epochs`` when pruning): global L1
         magnitude pruning after epoch ``tuner_max_epochs - prune_finetune_epochs``.
+
+    GPU efficiency knobs (each applies on CUDA only; CPU runs ignore it):
+        ``channels_last`` (True): channels-last memory format for models with 2-D convs
+        and their 4-D inputs. ``cudnn_benchmark`` (True): let cuDNN pick the fastest conv
+        algorithms (not bitwise reproducible). ``tf32`` (True): TF32 matmuls and convs on
+        Ampere and newer. ``non_blocking`` (True): asynchronous host-to-device copies of
+        pinned batches.
+    ``compile`` (False): ``torch.compile`` the model (any device).
+    ``data_on_device`` ("auto"): "always" keeps the whole dataset on the training device
+    (batches are index gathers there), "never" feeds batches through a
+    ``torch.utils.data.DataLoader`` (pinned memory on CUDA), "auto" keeps it on the device
+    when its tensors total under 1 GiB. ``loader_workers`` (0, >= 0): DataLoader worker
+    processes. Both paths draw the same data order from the trial seed.
+    Plateau early stop: ``plateau_patience`` (0 = off, >= 0) epochs without an
+    improvement of ``plateau_metric`` ("val_loss" or "val_acc") by more than
+    ``plateau_min_delta`` (0.0, >= 0) end the trial.
     """
 
     max_epochs: int = 10
@@ -159,6 +181,16 @@ class LoopConfig:
     grad_accum: int = 1
     prune_amount: float = 0.0
     prune_finetune_epochs: int = 0
+    channels_last: bool = True
+    cudnn_benchmark: bool = True
+    tf32: bool = True
+    non_blocking: bool = True
+    compile: bool = False
+    data_on_device: str = "auto"
+    loader_workers: int = 0
+    plateau_patience: int = 0
+    plateau_min_delta: float = 0.0
+    plateau_metric: str = "val_loss"
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> LoopConfig:
@@ -205,4 +237,20 @@ class LoopConfig:
             grad_accum=get_int(config, "grad_accum", cls.grad_accum, low=1),
             prune_amount=prune_amount,
             prune_finetune_epochs=prune_finetune_epochs,
+            channels_last=get_bool(config, "channels_last", cls.channels_last),
+            cudnn_benchmark=get_bool(config, "cudnn_benchmark", cls.cudnn_benchmark),
+            tf32=get_bool(config, "tf32", cls.tf32),
+            non_blocking=get_bool(config, "non_blocking", cls.non_blocking),
+            compile=get_bool(config, "compile", cls.compile),
+            data_on_device=get_choice(
+                config, "data_on_device", cls.data_on_device, DATA_PLACEMENTS
+            ),
+            loader_workers=get_int(config, "loader_workers", cls.loader_workers, low=0),
+            plateau_patience=get_int(config, "plateau_patience", cls.plateau_patience, low=0),
+            plateau_min_delta=get_float(
+                config, "plateau_min_delta", cls.plateau_min_delta, low=0.0
+            ),
+            plateau_metric=get_choice(
+                config, "plateau_metric", cls.plateau_metric, PLATEAU_METRICS
+            ),
         )

@@ -6,7 +6,14 @@ A model module builds a :class:`Task` (data tensors, a model factory, a loss) an
 ``train_loss``, ``val_loss``, ``val_acc`` (the objective), ``epoch_time_s`` (train plus
 validation), ``samples_per_s`` (training samples per second of training time) and
 ``sparsity`` (fraction of zero conv/linear weights) and ``tuner_device``; a report that
-ends the trial early (divergence) adds ``tuner_stop_reason``.
+ends the trial early (divergence, plateau) adds ``tuner_stop_reason``.
+
+Measurement (:mod:`trainables._measure`): ``step_time_s`` (mean compute time of an
+optimizer step), ``data_wait_share`` (share of training time spent producing batches),
+``flops_per_sample`` (training matmul/conv FLOPs per sample, counted once per trial),
+``achieved_tflops`` and, on CUDA, ``peak_mem_gib``. GPU telemetry
+(:mod:`trainables._telemetry`): ``telemetry`` and, where NVML reads the trial's GPUs,
+``gpu_util_pct``, ``gpu_mem_used_gib``, ``gpu_power_w`` and ``gpu_energy_wh``.
 
 Training knobs read here (see :class:`~trainables._config.LoopConfig`): the LR schedule and
 warm-up (:mod:`trainables._schedule`), label smoothing, gradient clipping, gradient
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import math
 import os
 import random
@@ -36,8 +44,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainables import _prune
+from trainables import _batches, _cuda, _measure, _prune, _telemetry
 from trainables._config import RESERVED_PREFIX, LoopConfig
+from trainables._plateau import Plateau
 from trainables._schedule import LRSchedule
 from trainables._session import Session
 
@@ -53,9 +62,14 @@ __all__ = [
 
 CHECKPOINT_FILE = "state.pt"
 # 2: LambdaLR/OneCycleLR scheduler state, augmentation generator, pruning masks.
-_STATE_FORMAT = 2
+# 3: plateau tracker state (best value and its epoch).
+_STATE_FORMAT = 3
+# Format 2 lacks only the plateau state: such a trial resumes counting from its restore.
+_READABLE_FORMATS = (2, 3)
 # The augmentation stream is seeded apart from the data order (seed + this).
 _AUGMENT_SEED_OFFSET = 1
+# Samples in the one batch whose FLOPs are counted per trial.
+_FLOP_PROBE_SAMPLES = 8
 # Evaluation needs no activations for backward, so it can use bigger batches.
 _MIN_EVAL_BATCH = 1024
 
@@ -77,6 +91,9 @@ class Task:
         loss_fn: Mean loss of a batch of logits against class indices.
         augment: Random transform of a training batch (never applied to validation), or
             None.
+        sample_train: Draws each epoch's training inputs and labels from the data-order
+            generator (e.g. fresh random windows of a text), as many as ``x_train`` holds;
+            None shuffles the fixed ``x_train``/``y_train`` instead.
     """
 
     x_train: torch.Tensor
@@ -86,6 +103,7 @@ class Task:
     make_model: Callable[[], nn.Module]
     loss_fn: LossFn = F.cross_entropy
     augment: Augment | None = None
+    sample_train: Callable[[torch.Generator], tuple[torch.Tensor, torch.Tensor]] | None = None
 
     def __post_init__(self) -> None:
         for x, y, split in ((self.x_train, self.y_train, "train"), (self.x_val, self.y_val, "val")):
@@ -117,8 +135,9 @@ def choose_device(requested: str, session: Session) -> torch.device:
 def fit(config: dict[str, Any], task: Task, session: Session) -> None:
     """Trains ``task`` to ``tuner_max_epochs``, reporting and checkpointing each epoch.
 
-    Resumes from the session's checkpoint when there is one. Ends the trial itself (with
-    ``tuner_stop_reason``) at the last epoch or when a loss stops being finite.
+    Resumes from the session's checkpoint when there is one. Ends the trial itself at the
+    last epoch, and with ``tuner_stop_reason`` when a loss stops being finite or the
+    objective plateaus (``plateau_patience``).
 
     Args:
         config: The trial config: ``tuner_*`` keys plus hyperparameters (see
@@ -136,17 +155,40 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
     device = choose_device(cfg.device, session)
     with session.checkpoint_dir() as directory:
         state = _load_state(directory) if directory is not None else None
-    if state is not None and state["epoch"] >= cfg.max_epochs:
+    if state is not None and (
+        state["epoch"] >= cfg.max_epochs or "tuner_stop_reason" in state["metrics"]
+    ):
         # Already finished (e.g. a restarted trial): tell the scheduler again, train nothing.
         session.report(dict(state["metrics"]), None)
         return
 
     _seed_everything(cfg.seed)
+    _cuda.configure_cuda(cfg, device)
     model = task.make_model().to(device)
-    # The data lives on the device for the whole run; batches are index gathers there.
-    x_train, y_train = task.x_train.to(device), task.y_train.to(device)
-    x_val, y_val = task.x_val.to(device), task.y_val.to(device)
-    steps_per_epoch = math.ceil(math.ceil(len(x_train) / cfg.batch_size) / cfg.grad_accum)
+    channels_last = cfg.channels_last and device.type == "cuda" and _cuda.has_conv2d(model)
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+    # Checkpoints hold the plain model's state; the compiled (or DDP) wrapper shares its
+    # parameters.
+    run_model: nn.Module = torch.compile(model) if cfg.compile else model  # type: ignore[assignment]
+    rank, world = session.rank_and_world()
+    if world > 1:
+        # The process group (gloo on CPU, NCCL on CUDA) was set up by Ray Train's
+        # TorchTrainer; DDP averages gradients and broadcasts rank 0's initial weights.
+        run_model = nn.parallel.DistributedDataParallel(
+            run_model, device_ids=[device.index] if device.type == "cuda" else None
+        )
+    on_device = _batches.keep_on_device(cfg.data_on_device, [task.x_train, task.y_train])
+    loader_workers = None if on_device else cfg.loader_workers
+    # On-device data is gathered there per batch; otherwise a DataLoader copies batches over.
+    x_train, y_train = task.x_train, task.y_train
+    x_val, y_val = task.x_val, task.y_val
+    if on_device:
+        x_train, y_train = x_train.to(device), y_train.to(device)
+        x_val, y_val = x_val.to(device), y_val.to(device)
+    # Each data-parallel worker trains on its 1/world share of every epoch's order.
+    shard = len(x_train) // world
+    steps_per_epoch = math.ceil(math.ceil(shard / cfg.batch_size) / cfg.grad_accum)
     optimizer = _make_optimizer(cfg, model)
     scheduler = LRSchedule(cfg, optimizer, steps_per_epoch)
     train_loss_fn = _train_loss_fn(task.loss_fn, cfg.label_smoothing)
@@ -154,6 +196,7 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
     scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
     data_order = torch.Generator().manual_seed(cfg.seed)
     augment_rng = torch.Generator().manual_seed(cfg.seed + _AUGMENT_SEED_OFFSET)
+    plateau = Plateau(cfg.plateau_metric, cfg.plateau_patience, cfg.plateau_min_delta)
     prune_epoch = cfg.max_epochs - cfg.prune_finetune_epochs if cfg.prune_amount > 0 else 0
     start = 1
     if state is not None:
@@ -165,78 +208,131 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
         if scaler is not None and state["scaler"] is not None:
             scaler.load_state_dict(state["scaler"])
         _set_rng_state(state["rng"], data_order, augment_rng, device)
+        if "plateau" in state:
+            plateau.load_state_dict(state["plateau"])
         start = state["epoch"] + 1
 
-    step_size = cfg.batch_size * cfg.grad_accum
-    for epoch in range(start, cfg.max_epochs + 1):
-        t0 = time.perf_counter()
-        model.train()
-        order = torch.randperm(len(x_train), generator=data_order).to(device)
-        loss_sum = torch.zeros((), device=device)
-        for i in range(0, len(order), step_size):
-            batches = []
-            for j in range(i, min(i + step_size, len(order)), cfg.batch_size):
-                idx = order[j : j + cfg.batch_size]
-                xb = x_train[idx]
-                if task.augment is not None:
-                    xb = task.augment(xb, augment_rng)
-                batches.append((xb, y_train[idx]))
-            loss_sum += train_step(
-                model,
-                optimizer,
-                train_loss_fn,
-                batches,
-                grad_clip=cfg.grad_clip,
-                scaler=scaler,
-                amp_dtype=amp_dtype,
+    def prepare(xb: torch.Tensor) -> torch.Tensor:
+        if task.augment is not None:
+            xb = task.augment(xb, augment_rng)
+        return xb.contiguous(memory_format=torch.channels_last) if channels_last else xb
+
+    # FLOPs per sample do not depend on the batch size, so a few samples are counted, not a
+    # whole batch: the probe then costs about one step of a small model.
+    probe = min(cfg.batch_size, _FLOP_PROBE_SAMPLES)
+    flops = _measure.flops_per_sample(
+        model,
+        train_loss_fn,
+        _cuda.to_format(x_train[:probe].to(device), channels_last),
+        y_train[:probe].to(device),
+        device,
+    )
+    timer = _measure.PhaseTimer(device)
+    with _telemetry.gpu_telemetry(_cuda.trial_gpus(device)) as telemetry:
+        for epoch in range(start, cfg.max_epochs + 1):
+            t0 = time.perf_counter()
+            model.train()
+            if task.sample_train is not None:
+                x_train, y_train = task.sample_train(data_order)
+                if on_device:
+                    x_train, y_train = x_train.to(device), y_train.to(device)
+            order = torch.randperm(len(x_train), generator=data_order)
+            if world > 1:
+                # Same permutation on every rank (same seed); equal shards keep the ranks'
+                # step counts, and so DDP's gradient all-reduces, in lockstep.
+                order = order[: shard * world][rank::world]
+            batches = _batches.micro_batches(
+                order,
+                x_train,
+                y_train,
+                cfg.batch_size,
                 device=device,
+                loader_workers=loader_workers,
+                non_blocking=cfg.non_blocking,
             )
-            scheduler.step()
-        train_loss = (loss_sum / len(x_train)).item()
-        train_time = time.perf_counter() - t0
-        metrics: dict[str, Any] = {
-            "epoch": epoch,
-            "train_loss": train_loss,
-            "val_loss": math.nan,
-            "val_acc": math.nan,
-            "epoch_time_s": train_time,
-            "samples_per_s": len(x_train) / train_time,
-            "sparsity": _prune.sparsity(model),
-            "tuner_device": str(device),
-        }
-        if not math.isfinite(train_loss):
-            metrics["tuner_stop_reason"] = f"diverged: train loss is {train_loss} at epoch {epoch}"
-            session.report(metrics, None)
-            return
-        if epoch == prune_epoch and not _prune.is_pruned(model):
-            # After training epoch P, so its validation already scores the pruned model.
-            _prune.prune_globally(model, cfg.prune_amount)
-            metrics["sparsity"] = _prune.sparsity(model)
-        val_loss, val_acc = _evaluate(model, task.loss_fn, x_val, y_val, cfg, device, amp_dtype)
-        metrics["epoch_time_s"] = time.perf_counter() - t0
-        if not math.isfinite(val_loss):
-            metrics["tuner_stop_reason"] = f"diverged: val loss is {val_loss} at epoch {epoch}"
-            session.report(metrics, None)
-            return
-        metrics["val_loss"], metrics["val_acc"] = val_loss, val_acc
-        if epoch % cfg.checkpoint_every == 0 or epoch == cfg.max_epochs:
-            state = {
-                "format": _STATE_FORMAT,
+            loss_sum = torch.zeros((), device=device)
+            for _ in range(steps_per_epoch):
+                timer.mark()
+                step = [(prepare(xb), yb) for xb, yb in itertools.islice(batches, cfg.grad_accum)]
+                timer.mark()
+                loss_sum += train_step(
+                    run_model,
+                    optimizer,
+                    train_loss_fn,
+                    step,
+                    grad_clip=cfg.grad_clip,
+                    scaler=scaler,
+                    amp_dtype=amp_dtype,
+                    device=device,
+                )
+                scheduler.step()
+                timer.mark()
+            if world > 1:
+                torch.distributed.all_reduce(loss_sum)  # the loss over all workers' shards
+            seen = len(order) * world
+            train_loss = (loss_sum / seen).item()
+            train_time = time.perf_counter() - t0
+            step_time, data_share = timer.summary()
+            samples_per_s = seen / train_time
+            metrics: dict[str, Any] = {
                 "epoch": epoch,
-                "model": model.state_dict(),
-                "pruned": _prune.is_pruned(model),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "scaler": scaler.state_dict() if scaler is not None else None,
-                "rng": _get_rng_state(data_order, augment_rng, device),
-                "metrics": metrics,
+                "train_loss": train_loss,
+                "val_loss": math.nan,
+                "val_acc": math.nan,
+                "epoch_time_s": train_time,
+                "samples_per_s": samples_per_s,
+                "step_time_s": step_time,
+                "data_wait_share": data_share,
+                "flops_per_sample": flops,
+                "achieved_tflops": _measure.achieved_tflops(flops, samples_per_s),
+                "sparsity": _prune.sparsity(model),
+                "tuner_device": str(device),
+                "workers": world,
             }
-            # Ray copies the directory inside report(), so it may vanish right after.
-            with tempfile.TemporaryDirectory() as out:
-                torch.save(state, os.path.join(out, CHECKPOINT_FILE))
-                session.report(metrics, out)
-        else:
-            session.report(metrics, None)
+            if not math.isfinite(train_loss):
+                metrics["tuner_stop_reason"] = (
+                    f"diverged: train loss is {train_loss} at epoch {epoch}"
+                )
+                session.report({**metrics, **_device_metrics(device, telemetry)}, None)
+                return
+            if epoch == prune_epoch and not _prune.is_pruned(model):
+                # After training epoch P, so its validation already scores the pruned model.
+                _prune.prune_globally(model, cfg.prune_amount)
+                metrics["sparsity"] = _prune.sparsity(model)
+            val_loss, val_acc = _evaluate(
+                run_model, task.loss_fn, x_val, y_val, cfg, device, amp_dtype, channels_last
+            )
+            metrics["epoch_time_s"] = time.perf_counter() - t0
+            metrics.update(_device_metrics(device, telemetry))
+            if not math.isfinite(val_loss):
+                metrics["tuner_stop_reason"] = f"diverged: val loss is {val_loss} at epoch {epoch}"
+                session.report(metrics, None)
+                return
+            metrics["val_loss"], metrics["val_acc"] = val_loss, val_acc
+            stop = plateau.update(epoch, metrics[cfg.plateau_metric])
+            if stop is not None:
+                metrics["tuner_stop_reason"] = stop
+            if stop is not None or epoch % cfg.checkpoint_every == 0 or epoch == cfg.max_epochs:
+                state = {
+                    "format": _STATE_FORMAT,
+                    "epoch": epoch,
+                    "model": model.state_dict(),
+                    "pruned": _prune.is_pruned(model),
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "scaler": scaler.state_dict() if scaler is not None else None,
+                    "rng": _get_rng_state(data_order, augment_rng, device),
+                    "plateau": plateau.state_dict(),
+                    "metrics": metrics,
+                }
+                # Ray copies the directory inside report(), so it may vanish right after.
+                with tempfile.TemporaryDirectory() as out:
+                    torch.save(state, os.path.join(out, CHECKPOINT_FILE))
+                    session.report(metrics, out)
+            else:
+                session.report(metrics, None)
+            if stop is not None:
+                return
 
 
 def train_step(
@@ -263,7 +359,8 @@ def train_step(
     for xb, yb in batches:
         with _autocast(device, amp_dtype):
             loss = loss_fn(model(xb), yb)
-        scaled = loss * (len(yb) / total)
+        # One micro-batch (the common case) needs no weighting, and no extra op per step.
+        scaled = loss * (len(yb) / total) if len(batches) > 1 else loss
         torch.autograd.backward(scaler.scale(scaled) if scaler is not None else scaled)
         # Summed on the device: a .item() per step would stall the GPU every batch.
         loss_sum += loss.detach().float() * len(yb)
@@ -299,6 +396,7 @@ def _evaluate(
     cfg: LoopConfig,
     device: torch.device,
     amp_dtype: torch.dtype | None,
+    channels_last: bool = False,
 ) -> tuple[float, float]:
     """Mean loss and accuracy over a split, with one host sync at the end."""
     model.eval()
@@ -306,13 +404,16 @@ def _evaluate(
     correct = torch.zeros((), device=device, dtype=torch.long)
     batch = max(cfg.batch_size, _MIN_EVAL_BATCH)
     for i in range(0, len(x), batch):
-        xb, yb = x[i : i + batch], y[i : i + batch]
+        # A no-op for data already on the device; a copy per batch for host-side data.
+        xb = _cuda.to_format(x[i : i + batch].to(device, non_blocking=True), channels_last)
+        yb = y[i : i + batch].to(device, non_blocking=True)
         with _autocast(device, amp_dtype):
             logits = model(xb)
         logits = logits.float()
         loss_sum += loss_fn(logits, yb) * len(xb)
         correct += (logits.argmax(dim=1) == yb).sum()
-    return (loss_sum / len(x)).item(), correct.item() / len(x)
+    # Per target: one per sample, or one per position for sequence labels (batch, time).
+    return (loss_sum / len(x)).item(), correct.item() / y.numel()
 
 
 def _make_optimizer(cfg: LoopConfig, model: nn.Module) -> torch.optim.Optimizer:
@@ -328,6 +429,16 @@ def _make_optimizer(cfg: LoopConfig, model: nn.Module) -> torch.optim.Optimizer:
     if cfg.optimizer == "adamw":
         return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+
+def _device_metrics(
+    device: torch.device, telemetry: _telemetry.Sampler | _telemetry.Unavailable
+) -> dict[str, Any]:
+    """Peak CUDA memory of the epoch (then reset) and the epoch's GPU telemetry."""
+    metrics = telemetry.epoch_metrics()
+    if device.type == "cuda":
+        metrics["peak_mem_gib"] = _measure.peak_mem_gib(device)
+    return metrics
 
 
 def _amp_dtype(cfg: LoopConfig, device: torch.device) -> torch.dtype | None:
@@ -396,9 +507,9 @@ def _load_state(directory: str) -> dict[str, Any]:
             "written by trainables._loop.fit."
         )
     state: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
-    if state.get("format") != _STATE_FORMAT:
+    if state.get("format") not in _READABLE_FORMATS:
         raise ValueError(
             f"Checkpoint {path!r} has format {state.get('format')!r}; this version reads "
-            f"format {_STATE_FORMAT}."
+            f"formats {list(_READABLE_FORMATS)}."
         )
     return state

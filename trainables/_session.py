@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["LocalSession", "RaySession", "Report", "Session"]
+__all__ = [
+    "LocalSession",
+    "RaySession",
+    "Report",
+    "Session",
+    "TrainWorkerSession",
+    "default_session",
+]
 
 
 class Session(Protocol):
@@ -36,6 +43,10 @@ class Session(Protocol):
 
     def cpu_count(self) -> int | None:
         """CPUs given to this run (torch threads to use), or None to leave torch alone."""
+        ...
+
+    def rank_and_world(self) -> tuple[int, int]:
+        """This worker's rank and the number of data-parallel workers (0, 1 when alone)."""
         ...
 
 
@@ -74,6 +85,54 @@ class RaySession:
         context: Any = ray.get_runtime_context()  # Ray's API is not fully typed
         cpus = context.get_assigned_resources().get("CPU")
         return max(1, int(cpus)) if cpus else None
+
+    def rank_and_world(self) -> tuple[int, int]:
+        """A Tune trial trains alone."""
+        return 0, 1
+
+
+class TrainWorkerSession(RaySession):
+    """The session of one Ray Train worker of a data-parallel trial (``ray.train.*``).
+
+    Every worker reports each epoch (Ray Train's report is a barrier); only rank 0 hands over
+    a checkpoint, and rank 0's metrics are the ones Tune sees.
+    """
+
+    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        """Reports to Ray Train; rank 0's checkpoint is persisted before this returns."""
+        from ray import train
+
+        rank, _ = self.rank_and_world()
+        checkpoint = None
+        if checkpoint_dir is not None and rank == 0:
+            checkpoint = train.Checkpoint.from_directory(checkpoint_dir)
+        train.report(metrics, checkpoint=checkpoint)
+
+    @contextlib.contextmanager
+    def checkpoint_dir(self) -> Iterator[str | None]:
+        """Yields the run's latest checkpoint (the same one on every worker), or None."""
+        from ray import train
+
+        checkpoint = train.get_checkpoint()
+        if checkpoint is None:
+            yield None
+            return
+        with checkpoint.as_directory() as directory:
+            yield str(directory)
+
+    def rank_and_world(self) -> tuple[int, int]:
+        """Rank and world size from Ray Train's context."""
+        from ray import train
+
+        context: Any = train.get_context()
+        return int(context.get_world_rank()), int(context.get_world_size())
+
+
+def default_session(config: dict[str, Any]) -> Session:
+    """Ray Train's worker session for data-parallel trials, else Ray Tune's."""
+    if int(config.get("tuner_workers", 1)) > 1:
+        return TrainWorkerSession()
+    return RaySession()
 
 
 @dataclass(frozen=True)
@@ -150,3 +209,7 @@ class LocalSession:
     def cpu_count(self) -> int | None:
         """The ``cpus`` given at construction."""
         return self.cpus
+
+    def rank_and_world(self) -> tuple[int, int]:
+        """A local run trains alone."""
+        return 0, 1

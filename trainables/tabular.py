@@ -13,7 +13,10 @@ Hyperparameters (config keys, all optional):
     Plus the loop's keys: ``lr``, ``optimizer``, ``momentum``, ``weight_decay``,
     ``batch_size``, ``lr_schedule``, ``lr_step_epochs``, ``lr_gamma``, ``warmup_epochs``,
     ``label_smoothing``, ``grad_clip``, ``grad_accum``, ``prune_amount``,
-    ``prune_finetune_epochs``, ``amp`` and the service's ``tuner_*`` keys (see
+    ``prune_finetune_epochs``, ``amp``, the GPU efficiency knobs (``channels_last``,
+    ``cudnn_benchmark``, ``tf32``, ``non_blocking``, ``compile``), the data path
+    (``data_on_device``, ``loader_workers``), plateau early stop (``plateau_patience``,
+    ``plateau_min_delta``, ``plateau_metric``) and the service's ``tuner_*`` keys (see
     :class:`trainables._config.LoopConfig`).
 """
 
@@ -31,7 +34,7 @@ from torch import nn
 from trainables._config import get_bool, get_float, get_int
 from trainables._data import standardize, stratified_split
 from trainables._loop import Task, fit
-from trainables._session import RaySession, Session
+from trainables._session import Session, default_session
 
 __all__ = ["MLP", "MLPConfig", "make_task", "train"]
 
@@ -112,6 +115,6 @@ def train(config: dict[str, Any], session: Session | None = None) -> None:
 
     Args:
         config: Hyperparameters and ``tuner_*`` keys.
-        session: Where to report; Ray Tune's session when None.
+        session: Where to report; Ray Tune's (or, for a data-parallel trial, Ray Train's) when None.
     """
-    fit(config, make_task(config), session if session is not None else RaySession())
+    fit(config, make_task(config), session if session is not None else default_session(config))

@@ -212,6 +212,7 @@ def run_campaign(
     options: RayOptions | None = None,
     *,
     stream: TextIO | None = None,
+    code_dirs: list[str] | None = None,
 ) -> CampaignResult:
     """Runs a new campaign into ``run_dir`` (which must not exist yet).
 
@@ -220,6 +221,7 @@ def run_campaign(
         run_dir: The run folder to create, e.g. ``runs/<name>``.
         options: Where Ray runs; default an embedded local Ray.
         stream: Where progress goes (default stdout).
+        code_dirs: Folders the trainable was imported from (recorded for resume).
 
     Returns:
         The run folder and its summary.
@@ -234,6 +236,7 @@ def run_campaign(
     try:
         run_dir.mkdir(parents=True)
         rundir.write_yaml(run_dir / rundir.CAMPAIGN_FILE, spec.to_dict())
+        rundir.write_json(run_dir / rundir.RUN_FILE, {"code_dirs": list(code_dirs or [])})
         tuner = _build_tuner(spec, run_dir, stream)
         return _fit_and_summarize(spec, run_dir, tuner, stream)
     finally:

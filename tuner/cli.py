@@ -23,6 +23,7 @@ examples:
   tuner run my_campaign.yaml --address auto   join a running Ray cluster
   tuner resume runs/digits-cnn                continue a killed campaign
   tuner show runs/digits-cnn                  top trials of a run
+  tuner predict --from A100-SXM4-40GB --to H100-SXM5 --precision amp --samples-per-s 1200
 """
 
 
@@ -82,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/digits-cnn")
     show.add_argument("--top", type=_positive_int, default=10, help="rows to show (10)")
     show.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    from tuner.cost._cli import add_predict_command
+
+    add_predict_command(sub)
     return parser
 
 
@@ -117,6 +122,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"{path}: no such campaign file.\n  To fix: pass a YAML file such as "
             "search_spaces/default.yaml."
         )
+    from tuner.rundir import add_code_dirs
+
+    # The campaign's own folder and the working directory, so `module:function` trainables
+    # next to the campaign (or in the project being tuned) import; nothing else is added.
+    code_dirs = list(dict.fromkeys([str(Path(path).resolve().parent), str(Path.cwd())]))
+    add_code_dirs(code_dirs)
     spec = load_campaign(path)
     time_limit = None
     if args.time_limit is not None:
@@ -141,15 +152,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # Heavy imports (ray, torch) only once the input is known to be good.
     from tuner.campaign import run_campaign
 
-    run_campaign(spec, run_dir, _ray_options(args))
+    run_campaign(spec, run_dir, _ray_options(args), code_dirs=code_dirs)
     return 0
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
     from tuner.campaign import resume_campaign
-    from tuner.rundir import check_resumable
+    from tuner.rundir import add_code_dirs, check_resumable, read_code_dirs
 
     check_resumable(args.run_dir)
+    add_code_dirs(read_code_dirs(args.run_dir))
     resume_campaign(args.run_dir, _ray_options(args))
     return 0
 
@@ -194,7 +206,9 @@ def _ray_options(args: argparse.Namespace) -> RayOptions:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tuner`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
-    handlers = {"run": _cmd_run, "resume": _cmd_resume, "show": _cmd_show}
+    from tuner.cost._cli import run_predict
+
+    handlers = {"run": _cmd_run, "resume": _cmd_resume, "show": _cmd_show, "predict": run_predict}
     try:
         return handlers[args.command](args)
     except TunerError as err:

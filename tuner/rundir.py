@@ -3,6 +3,7 @@
 Layout of ``runs/<name>/``::
 
     campaign.yaml          the validated campaign, overrides applied (what resume reads)
+    run.json               where the campaign's code is imported from (code_dirs)
     study.db               the Optuna study (SQLite; ``optuna-dashboard sqlite:///study.db``)
     scheduler_state.json   ASHA rungs and finished trials (survive a driver crash)
     summary.json           outcome counts, best trial, top trials (written at the end)
@@ -24,6 +25,7 @@ import yaml
 from tuner.errors import TunerError
 
 CAMPAIGN_FILE = "campaign.yaml"
+RUN_FILE = "run.json"
 STUDY_FILE = "study.db"
 SCHEDULER_STATE_FILE = "scheduler_state.json"
 SUMMARY_FILE = "summary.json"
@@ -60,6 +62,31 @@ def check_resumable(run_dir: Path) -> Path:
             "  To fix: pass the folder `tuner run` printed at start, e.g. runs/<name>."
         )
     return campaign
+
+
+def add_code_dirs(code_dirs: list[str]) -> None:
+    """Puts folders on this process's import path and on that of the Ray it starts.
+
+    A user trainable ``my_module:train`` next to the campaign file imports in the driver
+    (validation) and in local Ray workers, which inherit PYTHONPATH from the driver.
+    """
+    import sys
+
+    existing = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    for folder in reversed(code_dirs):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    merged = [*code_dirs, *(p for p in existing if p not in code_dirs)]
+    os.environ["PYTHONPATH"] = os.pathsep.join(merged)
+
+
+def read_code_dirs(run_dir: Path) -> list[str]:
+    """The code folders a run was started with (empty for folders without run.json)."""
+    path = run_dir / RUN_FILE
+    if not path.is_file():
+        return []
+    dirs: list[str] = json.loads(path.read_text()).get("code_dirs", [])
+    return dirs
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -1,0 +1,108 @@
+"""Per-epoch measurement: phase timing, FLOP counting and the metrics the loop reports."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from trainables import digits, tabular
+from trainables._measure import PhaseTimer, achieved_tflops, flops_per_sample
+from trainables._session import LocalSession
+
+MEASURED = {"step_time_s", "data_wait_share", "flops_per_sample", "achieved_tflops"}
+# Training FLOPs of the default tabular MLP (30 -> 64 -> 64 -> 2), per sample: forward
+# 2*(30*64 + 64*64 + 64*2) = 12,288; backward the same for the weight gradients plus
+# 2*(64*64 + 64*2) = 8,448 for the input gradients of layers 2 and 3 (the data needs none).
+TABULAR_FLOPS = 12_288 * 2 + 8_448
+
+
+def test_phase_timer_splits_data_and_compute_time() -> None:
+    timer = PhaseTimer(torch.device("cpu"))
+    for _ in range(2):
+        timer.mark()
+        time.sleep(0.03)  # producing the batch
+        timer.mark()
+        time.sleep(0.01)  # the step
+        timer.mark()
+    step_time, data_share = timer.summary()
+    assert step_time == pytest.approx(0.01, abs=0.008)
+    assert data_share == pytest.approx(0.75, abs=0.1)
+    assert timer.summary() == (0.0, 0.0)  # reset
+
+
+def test_phase_timer_rejects_an_incomplete_step() -> None:
+    timer = PhaseTimer(torch.device("cpu"))
+    timer.mark()
+    with pytest.raises(ValueError, match="3 marks per step, but got 1 marks"):
+        timer.summary()
+
+
+def test_flops_of_a_linear_layer_count_forward_and_weight_gradient() -> None:
+    # Forward 2*4*3 per sample, weight gradient the same; the input needs no gradient.
+    xb, yb = torch.randn(2, 4), torch.tensor([0, 1])
+    assert flops_per_sample(nn.Linear(4, 3), F.cross_entropy, xb, yb, torch.device("cpu")) == 48
+
+
+def test_flop_count_leaves_model_and_rng_untouched() -> None:
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Dropout(0.5), nn.Linear(8, 3))
+    model.train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    xb, yb = torch.randn(5, 4), torch.zeros(5, dtype=torch.long)
+    rng = torch.get_rng_state()
+    flops_per_sample(
+        model,
+        F.cross_entropy,
+        xb,
+        yb,
+        torch.device("cpu"),
+    )
+    assert model.training
+    assert all(p.grad is None for p in model.parameters())
+    for key, value in model.state_dict().items():
+        torch.testing.assert_close(value, before[key], rtol=0, atol=0)
+    assert torch.equal(torch.get_rng_state(), rng)
+
+
+def test_achieved_tflops() -> None:
+    assert achieved_tflops(2e6, 5e5) == pytest.approx(1.0)
+
+
+def test_loop_reports_measurements(tmp_path: Path) -> None:
+    session = LocalSession(tmp_path)
+    tabular.train({"tuner_max_epochs": 2}, session)
+    for m in session.metrics:
+        assert m.keys() >= MEASURED
+        assert m["flops_per_sample"] == TABULAR_FLOPS
+        assert m["achieved_tflops"] == pytest.approx(
+            TABULAR_FLOPS * m["samples_per_s"] / 1e12, rel=1e-9
+        )
+        assert 0 < m["step_time_s"] < m["epoch_time_s"]
+        assert 0 <= m["data_wait_share"] < 1
+        assert "peak_mem_gib" not in m  # CUDA only
+
+
+def test_augmentation_shows_up_as_data_wait(tmp_path: Path) -> None:
+    plain, augmented = LocalSession(tmp_path / "plain"), LocalSession(tmp_path / "aug")
+    config = {"tuner_max_epochs": 1, "channels": 4, "hidden": 8}
+    digits.train(config, plain)
+    digits.train({**config, "augment": 1.0}, augmented)
+    assert augmented.metrics[0]["data_wait_share"] > plain.metrics[0]["data_wait_share"]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_measurements(tmp_path: Path) -> None:
+    session = LocalSession(tmp_path)
+    digits.train({"tuner_max_epochs": 2, "augment": 0.5}, session)
+    for m in session.metrics:
+        assert m.keys() >= MEASURED | {"peak_mem_gib"}
+        assert 0 < m["peak_mem_gib"] < 10
+        assert 0 < m["data_wait_share"] < 1
+        assert 0 < m["step_time_s"] < m["epoch_time_s"]
+        assert math.isfinite(m["achieved_tflops"]) and m["achieved_tflops"] > 0

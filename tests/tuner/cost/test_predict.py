@@ -1,0 +1,135 @@
+"""Cross-GPU prediction arithmetic on hand-made specs, errors, and the shipped calibration."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from tuner.cost import (
+    Calibration,
+    GpuSpec,
+    load_calibration,
+    predict_throughput,
+    spec_ratio_baseline,
+)
+from tuner.cost._calibrate import fit_calibration, load_measurements
+from tuner.cost._cli import add_predict_command, run_predict
+from tuner.errors import SpecError
+
+
+def gpu(name: str, bw: float, tflops: float) -> GpuSpec:
+    return GpuSpec(name, "ampere", 40, bw, tflops, tflops, tflops, None, "test", date(2026, 1, 1))
+
+
+GPUS = {
+    "BASE": gpu("BASE", bw=1000, tflops=100),
+    "FAST": gpu("FAST", bw=1000, tflops=200),  # 2x compute, same bandwidth
+    "WIDE": gpu("WIDE", bw=3000, tflops=100),  # 3x bandwidth, same compute
+}
+FLAT = Calibration(
+    eff_compute={},
+    eff_mem={},
+    default_eff_compute={"fp32": 1.0, "tf32": 1.0, "amp": 1.0},
+    default_eff_mem=1.0,
+    # ridge point of BASE is 100e12 / 1000e9 = 100 FLOP/byte
+    intensity_flop_per_byte={"default": {"tf32": 100.0}, "compute": {"tf32": 1e9}},
+)
+
+
+def predict(sps: float, src: str, dst: str, **kwargs: object) -> float:
+    result = predict_throughput(sps, src, dst, "tf32", gpus=GPUS, calibration=FLAT, **kwargs)  # type: ignore[arg-type]
+    return result.samples_per_s
+
+
+def test_compute_bound_scales_with_tflops() -> None:
+    # 100 samples/s at 1e12 FLOPs each = all of BASE's 100 TFLOP/s
+    assert predict(100, "BASE", "FAST", flops_per_sample=1e12) == pytest.approx(200)
+    assert predict(100, "BASE", "WIDE", flops_per_sample=1e12) == pytest.approx(100)
+
+
+def test_memory_bound_scales_with_bandwidth() -> None:
+    # tiny FLOPs: the step is all memory time
+    assert predict(100, "BASE", "WIDE", flops_per_sample=1.0) == pytest.approx(300, rel=1e-6)
+    assert predict(100, "BASE", "FAST", flops_per_sample=1.0) == pytest.approx(100, rel=1e-6)
+
+
+def test_class_split_at_ridge_point_is_half_and_half() -> None:
+    result = predict_throughput(100, "BASE", "FAST", "tf32", gpus=GPUS, calibration=FLAT)
+    assert result.compute_share == pytest.approx(0.5)
+    assert result.target.total_s == pytest.approx(0.01 * (0.5 / 2 + 0.5))
+    assert predict(100, "BASE", "FAST", workload_class="compute") == pytest.approx(200, rel=1e-6)
+
+
+def test_non_scaling_part_stays_constant() -> None:
+    result = predict_throughput(
+        100, "BASE", "FAST", "tf32", 0.5e12, non_scaling_share=0.5, gpus=GPUS, calibration=FLAT
+    )
+    assert result.source.non_scaling_s == result.target.non_scaling_s == pytest.approx(0.005)
+    assert result.target.compute_s == pytest.approx(0.0025)
+    assert result.samples_per_s == pytest.approx(1 / 0.0075)
+
+
+def test_spec_ratio_baseline() -> None:
+    assert spec_ratio_baseline(100, "BASE", "FAST", "amp", gpus=GPUS) == pytest.approx(200)
+
+
+def test_unknown_gpu_suggests() -> None:
+    with pytest.raises(
+        SpecError, match=r"to_gpu: unknown GPU model \(got 'H100-SXM'.*Did you mean 'H100-SXM5'"
+    ):
+        predict_throughput(100, "A100-SXM4-40GB", "H100-SXM", "amp")
+
+
+def test_bad_inputs() -> None:
+    with pytest.raises(
+        SpecError, match=r"precision: unknown precision \(got 'fp16'; allowed fp32, tf32, amp\)"
+    ):
+        predict_throughput(100, "BASE", "FAST", "fp16", gpus=GPUS, calibration=FLAT)
+    with pytest.raises(SpecError, match="samples_per_s: must be a finite number > 0"):
+        predict(0, "BASE", "FAST")
+    with pytest.raises(SpecError, match="non_scaling_share: out of range"):
+        predict(10, "BASE", "FAST", non_scaling_share=1.0)
+    with pytest.raises(SpecError, match="workload_class: unknown workload class"):
+        predict(10, "BASE", "FAST", workload_class="gan")
+    # A10G has no FP32/TF32 figure in the catalog
+    with pytest.raises(SpecError, match=r"A10G\.tf32_tflops: no tf32 peak known"):
+        predict_throughput(100, "A10G", "T4", "tf32")
+
+
+def test_shipped_calibration_a100_to_h100_resnet50() -> None:
+    # Lambda benchmark: A100 80GB SXM4 resnet50 amp ~ 1.4-1.9x slower than H100 SXM5
+    result = predict_throughput(1200, "A100-SXM4-80GB", "H100-SXM5", "amp", workload_class="cnn")
+    assert 1.3 < result.speedup < 2.5
+    result = predict_throughput(800, "A100-SXM4-40GB", "H100-SXM5", "tf32", workload_class="cnn")
+    assert 1.3 < result.speedup < 2.8
+
+
+def test_calibration_round_trips_and_refits(tmp_path: Path) -> None:
+    shipped = load_calibration()
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(shipped.to_dict()))
+    assert load_calibration(path) == shipped
+    refit = fit_calibration(load_measurements(), _shipped_gpus())
+    assert refit.eff_compute == shipped.eff_compute
+    assert all(0 < e <= 1 for e in refit.eff_mem.values())
+
+
+def _shipped_gpus() -> dict[str, GpuSpec]:
+    from tuner.cost import load_gpus
+
+    return dict(load_gpus())
+
+
+def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    add_predict_command(parser.add_subparsers())
+    argv = "predict --from A100-SXM4-40GB --to H100-SXM5 --precision amp --samples-per-s 1200"
+    assert run_predict(parser.parse_args([*argv.split(), "--json"])) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["to_gpu"] == "H100-SXM5" and data["samples_per_s"] > 1200
+    assert run_predict(parser.parse_args(argv.split())) == 0
+    assert "A100-SXM4-40GB -> H100-SXM5 (amp)" in capsys.readouterr().out

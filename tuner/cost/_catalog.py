@@ -1,0 +1,296 @@
+"""GPU and instance catalogs: data files with a source and a date per row, typed records."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+
+from tuner.cost._csvio import RowReader, read_rows
+from tuner.errors import SpecError, closest
+
+__all__ = [
+    "ARCHITECTURES",
+    "Catalog",
+    "CatalogWarning",
+    "GpuSpec",
+    "Instance",
+    "find_gpu",
+    "load_catalog",
+    "load_gpus",
+    "load_instances",
+]
+
+ARCHITECTURES = ("pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell")
+DEFAULT_MAX_PRICE_AGE_DAYS = 365
+
+_GPU_REQUIRED: tuple[str, ...] = ("gpu", "architecture", "memory_gib", "mem_bw_gb_s")
+_GPU_REQUIRED += ("fp32_tflops", "tf32_tflops", "fp16_bf16_tflops", "source", "as_of")
+_GPU_OPTIONAL = ("tdp_w", "notes")
+_INSTANCE_REQUIRED: tuple[str, ...] = ("cloud", "region", "instance_type", "gpu", "gpu_count")
+_INSTANCE_REQUIRED += ("ondemand_usd_per_hour", "source", "as_of")
+_INSTANCE_OPTIONAL = ("vcpus", "memory_gib", "spot_usd_per_hour", "billing", "notes")
+
+
+class CatalogWarning(UserWarning):
+    """A catalog row loads but looks wrong: a stale price or spot not below on-demand."""
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU model's datasheet numbers (dense, no sparsity); None where unknown."""
+
+    name: str
+    architecture: str
+    memory_gib: float
+    mem_bw_gb_s: float | None
+    fp32_tflops: float | None
+    tf32_tflops: float | None
+    fp16_bf16_tflops: float | None
+    tdp_w: float | None
+    source: str
+    as_of: date
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One rentable machine type in one region, with its hourly prices in USD."""
+
+    cloud: str
+    region: str
+    instance_type: str
+    gpu: str
+    gpu_count: int
+    vcpus: int | None
+    memory_gib: float | None
+    ondemand_usd_per_hour: float
+    spot_usd_per_hour: float | None
+    billing: str
+    source: str
+    as_of: date
+    notes: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """``(cloud, region, instance_type)``: what a user file overrides by."""
+        return (self.cloud, self.region, self.instance_type)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """GPU models by name and the instances that carry them."""
+
+    gpus: Mapping[str, GpuSpec]
+    instances: tuple[Instance, ...]
+
+    def gpu(self, name: str, source: str = "<catalog>") -> GpuSpec:
+        """Returns the GPU called ``name``; SpecError with the closest names otherwise."""
+        return find_gpu(self.gpus, name, source=source, path="gpu")
+
+
+def find_gpu(
+    gpus: Mapping[str, GpuSpec], name: str, *, source: str = "<catalog>", path: str = "gpu"
+) -> GpuSpec:
+    """Looks up a GPU model by name, ignoring case.
+
+    Args:
+        gpus: GPU models by name, as :func:`load_gpus` returns.
+        name: The model name, e.g. ``"A100-SXM4-40GB"``.
+        source: Where the name came from, for the error message.
+        path: Key path of the name, for the error message.
+
+    Returns:
+        The GPU record.
+
+    Raises:
+        SpecError: No model of that name; the message suggests the closest one.
+    """
+    if name in gpus:
+        return gpus[name]
+    by_lower = {key.lower(): spec for key, spec in gpus.items()}
+    if name.lower() in by_lower:
+        return by_lower[name.lower()]
+    raise SpecError(
+        source,
+        path,
+        "unknown GPU model",
+        got=name,
+        allowed=", ".join(sorted(gpus)),
+        suggestion=closest(name, gpus, cutoff=0.4),
+        fix="use a name from tuner/data/gpus.csv or add a row for the model there",
+    )
+
+
+def _data_file(name: str) -> Path:
+    return Path(str(resources.files("tuner") / "data" / name))
+
+
+def load_gpus(path: str | Path | None = None) -> Mapping[str, GpuSpec]:
+    """Loads GPU models from a CSV file (default: the shipped ``tuner/data/gpus.csv``).
+
+    Args:
+        path: CSV with columns gpu, architecture, memory_gib, mem_bw_gb_s, fp32_tflops,
+            tf32_tflops, fp16_bf16_tflops, source, as_of (tdp_w, notes optional).
+            Numbers may be empty where unknown except memory_gib.
+
+    Returns:
+        Read-only mapping from GPU name to record, in file order.
+
+    Raises:
+        SpecError: Missing column or field, non-numeric or negative value, bad date,
+            unknown architecture, or a duplicate GPU name.
+    """
+    file = Path(path) if path is not None else _data_file("gpus.csv")
+    gpus: dict[str, GpuSpec] = {}
+    for line, row in read_rows(file, _GPU_REQUIRED, _GPU_OPTIONAL):
+        r = RowReader(str(file), line, row)
+        name = r.text("gpu")
+        if name in gpus:
+            raise SpecError(str(file), r.path("gpu"), "duplicate GPU model", got=name)
+        gpus[name] = GpuSpec(
+            name=name,
+            architecture=r.choice("architecture", ARCHITECTURES),
+            memory_gib=r.required_number("memory_gib", positive=True),
+            mem_bw_gb_s=r.number("mem_bw_gb_s", required=False, positive=True),
+            fp32_tflops=r.number("fp32_tflops", required=False, positive=True),
+            tf32_tflops=r.number("tf32_tflops", required=False, positive=True),
+            fp16_bf16_tflops=r.number("fp16_bf16_tflops", required=False, positive=True),
+            tdp_w=r.number("tdp_w", required=False, positive=True),
+            source=r.text("source"),
+            as_of=r.day("as_of"),
+            notes=r.text("notes", required=False),
+        )
+    return MappingProxyType(gpus)
+
+
+def load_instances(
+    path: str | Path | None = None,
+    gpus: Mapping[str, GpuSpec] | None = None,
+    *,
+    max_price_age_days: int = DEFAULT_MAX_PRICE_AGE_DAYS,
+    today: date | None = None,
+) -> tuple[Instance, ...]:
+    """Loads instance types and prices (default: the shipped ``tuner/data/instances.csv``).
+
+    Args:
+        path: CSV with columns cloud, region, instance_type, gpu, gpu_count,
+            ondemand_usd_per_hour, source, as_of; optional vcpus, memory_gib,
+            spot_usd_per_hour, billing, notes.
+        gpus: Known GPU models (default: :func:`load_gpus`); every row's gpu must be one.
+        max_price_age_days: Rows whose as_of is older than this get a CatalogWarning.
+        today: The date to measure price age against (default: today).
+
+    Returns:
+        The instances in file order.
+
+    Raises:
+        SpecError: Missing column or field, unknown GPU model, non-numeric or negative
+            value, bad date, or the same cloud/region/instance_type twice.
+    """
+    file = Path(path) if path is not None else _data_file("instances.csv")
+    known = gpus if gpus is not None else load_gpus()
+    instances: list[Instance] = []
+    seen: set[tuple[str, str, str]] = set()
+    for line, row in read_rows(file, _INSTANCE_REQUIRED, _INSTANCE_OPTIONAL):
+        r = RowReader(str(file), line, row)
+        gpu = find_gpu(known, r.text("gpu"), source=str(file), path=r.path("gpu")).name
+        gpu_count = r.integer("gpu_count")
+        if not gpu_count:
+            raise SpecError(
+                str(file),
+                r.path("gpu_count"),
+                "out of range",
+                got=gpu_count,
+                allowed="an integer >= 1",
+            )
+        vcpus = r.integer("vcpus", required=False)
+        instance = Instance(
+            cloud=r.text("cloud"),
+            region=r.text("region"),
+            instance_type=r.text("instance_type"),
+            gpu=gpu,
+            gpu_count=gpu_count,
+            vcpus=vcpus,
+            memory_gib=r.number("memory_gib", required=False),
+            ondemand_usd_per_hour=r.required_number("ondemand_usd_per_hour", positive=True),
+            spot_usd_per_hour=r.number("spot_usd_per_hour", required=False, positive=True),
+            billing=r.text("billing", required=False),
+            source=r.text("source"),
+            as_of=r.day("as_of"),
+            notes=r.text("notes", required=False),
+        )
+        if instance.key in seen:
+            raise SpecError(
+                str(file),
+                f"line {line}",
+                "duplicate cloud/region/instance_type",
+                got="/".join(instance.key),
+                fix="keep one row per instance type",
+            )
+        seen.add(instance.key)
+        _warn_if_odd(instance, f"{file}: line {line}", max_price_age_days, today or date.today())
+        instances.append(instance)
+    return tuple(instances)
+
+
+def _warn_if_odd(instance: Instance, where: str, max_age_days: int, today: date) -> None:
+    """Warns about stale prices and spot prices that are not below on-demand."""
+    age_days = (today - instance.as_of).days
+    if age_days > max_age_days:
+        warnings.warn(
+            f"{where}: price of {instance.instance_type!r} is {age_days} days old "
+            f"(as_of {instance.as_of}; limit {max_age_days} days); check current prices",
+            CatalogWarning,
+            stacklevel=3,
+        )
+    spot = instance.spot_usd_per_hour
+    if spot is not None and spot >= instance.ondemand_usd_per_hour:
+        warnings.warn(
+            f"{where}: spot price of {instance.instance_type!r} ({spot} USD/h) is not below "
+            f"on-demand ({instance.ondemand_usd_per_hour} USD/h); leave spot empty if none",
+            CatalogWarning,
+            stacklevel=3,
+        )
+
+
+def load_catalog(
+    user_file: str | Path | None = None,
+    *,
+    gpus_file: str | Path | None = None,
+    instances_file: str | Path | None = None,
+    max_price_age_days: int = DEFAULT_MAX_PRICE_AGE_DAYS,
+    today: date | None = None,
+) -> Catalog:
+    """Loads GPUs and instances, then merges a user's instance file over them.
+
+    A user row whose cloud/region/instance_type matches a shipped row replaces it (a
+    contract price); other user rows are added (e.g. a rented server's monthly price
+    turned into USD per hour).
+
+    Args:
+        user_file: Optional instance CSV in the same format as instances.csv.
+        gpus_file: GPU CSV (default: shipped).
+        instances_file: Instance CSV (default: shipped).
+        max_price_age_days: Older prices get a CatalogWarning.
+        today: The date to measure price age against (default: today).
+
+    Returns:
+        The merged catalog; user rows come after shipped ones unless they replace one.
+
+    Raises:
+        SpecError: Any file is invalid (see :func:`load_gpus`, :func:`load_instances`).
+    """
+    gpus = load_gpus(gpus_file)
+    base = load_instances(instances_file, gpus, max_price_age_days=max_price_age_days, today=today)
+    if user_file is None:
+        return Catalog(gpus=gpus, instances=base)
+    user = load_instances(user_file, gpus, max_price_age_days=max_price_age_days, today=today)
+    overrides = {instance.key: instance for instance in user}
+    merged = [overrides.pop(instance.key, instance) for instance in base]
+    merged.extend(instance for instance in user if instance.key in overrides)
+    return Catalog(gpus=gpus, instances=tuple(merged))

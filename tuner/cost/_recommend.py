@@ -1,0 +1,345 @@
+"""Which instances to rent for a campaign: hours and dollars per option, Pareto front, picks.
+
+Each option is an instance type with a predicted epoch time for this model on its GPU.
+The campaign's work (:mod:`tuner.cost._work`) is replayed at the worker count the option
+gives (``gpu_count // gpus_per_trial`` trials per machine, more machines if a deadline
+needs them), priced by the machine-hour, and compared. Pure: no Ray, no torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.cost._work import AshaGeometry, SpotRisk, WorkEstimate, estimate_work, price_work
+
+__all__ = [
+    "TABLE_HEADER",
+    "CampaignNeeds",
+    "InstanceOption",
+    "OptionPlan",
+    "Recommendation",
+    "recommend",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceOption:
+    """One rentable machine and this model's predicted epoch time on its GPU."""
+
+    name: str
+    cloud: str
+    region: str
+    gpu: str
+    gpu_count: int
+    usd_per_hour_ondemand: float
+    usd_per_hour_spot: float | None
+    gpu_mem_gib: float
+    predicted_epoch_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignNeeds:
+    """What the campaign needs: its geometry, start-up, GPUs and memory per trial."""
+
+    geometry: AshaGeometry
+    startup_s: float = 30.0
+    gpus_per_trial: int = 1
+    mem_gib_per_gpu: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class OptionPlan:
+    """The campaign on one option; hours and dollars are None when it cannot run there.
+
+    Attributes:
+        option: The instance type.
+        fits: Memory fits, enough GPUs per machine, and a price for the chosen pricing.
+        reason: Why it does not fit ("" when it does).
+        instances: Machines rented.
+        workers: Trials at once.
+        wall_h: Campaign wall-clock hours.
+        usd: Campaign dollars (on demand or spot, as asked).
+        gpu_h: GPU-hours the trials use.
+        meets_deadline: Done by the deadline (True without one).
+        within_budget: Dollars within the budget.
+        pareto: On the cost-vs-time Pareto front of the options that fit.
+        trials_bought: Trials the budget buys at this option (all when it fits).
+        trial_epochs_bought: Expected trial-epochs of those trials.
+    """
+
+    option: InstanceOption
+    fits: bool
+    reason: str = ""
+    instances: int = 0
+    workers: int = 0
+    wall_h: float | None = None
+    usd: float | None = None
+    gpu_h: float | None = None
+    meets_deadline: bool = False
+    within_budget: bool = False
+    pareto: bool = False
+    trials_bought: int = 0
+    trial_epochs_bought: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    """Plans for every option and the two picks (option names, None if none qualifies)."""
+
+    trials: int
+    trial_epochs: float
+    budget_usd: float
+    deadline_h: float | None
+    spot: bool
+    plans: tuple[OptionPlan, ...]
+    cheapest_within_deadline: str | None
+    fastest_within_budget: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (infinities become None)."""
+        out = dataclasses.asdict(self)
+        return _finite(out)  # type: ignore[no-any-return]
+
+    def to_json(self) -> str:
+        """The recommendation as indented JSON."""
+        return json.dumps(self.to_dict(), indent=2)
+
+    def rows(self) -> list[list[str]]:
+        """Table cells, one list per option, columns as in ``TABLE_HEADER``."""
+        rows = []
+        for p in self.plans:
+            picks = [
+                label
+                for label, name in (
+                    ("cheapest", self.cheapest_within_deadline),
+                    ("fastest", self.fastest_within_budget),
+                )
+                if name == p.option.name
+            ]
+            o = p.option
+            rows.append(
+                [
+                    o.name,
+                    f"{o.gpu_count}x {o.gpu}",
+                    "yes" if p.fits else f"no: {p.reason}",
+                    str(p.instances) if p.fits else "-",
+                    str(p.workers) if p.fits else "-",
+                    _num(p.wall_h, "{:.2f}"),
+                    _num(p.usd, "{:.2f}"),
+                    _yes(p.fits and p.meets_deadline),
+                    _yes(p.fits and p.within_budget),
+                    "" if not p.fits or p.within_budget else f"{p.trials_bought}/{self.trials}",
+                    "*" if p.pareto else "",
+                    ", ".join(picks),
+                ]
+            )
+        return rows
+
+    def table(self) -> str:
+        """A fixed-width terminal table, one row per option."""
+        rows = [list(TABLE_HEADER), *self.rows()]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+        return "\n".join([self.headline(), *[line.rstrip() for line in lines]])
+
+    def markdown(self) -> str:
+        """A Markdown table with a one-line heading."""
+        lines = [f"**{self.headline()}**", "", "| " + " | ".join(TABLE_HEADER) + " |"]
+        lines.append("|" + "---|" * len(TABLE_HEADER))
+        lines += ["| " + " | ".join(r) + " |" for r in self.rows()]
+        return "\n".join(lines)
+
+    def headline(self) -> str:
+        """One line: trials, work, budget, deadline, pricing."""
+        deadline = f"{self.deadline_h:g} h" if self.deadline_h is not None else "none"
+        pricing = "spot" if self.spot else "on demand"
+        return (
+            f"{self.trials} trials, ~{self.trial_epochs:.0f} trial-epochs; budget "
+            f"${self.budget_usd:,.2f}, deadline {deadline}, {pricing}"
+        )
+
+
+TABLE_HEADER = (
+    "option", "gpus", "fits", "inst", "workers", "hours", "usd",
+    "deadline", "budget", "buys", "pareto", "pick",
+)  # fmt: skip
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else "inf" if math.isinf(value) else fmt.format(value)
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _misfit(option: InstanceOption, needs: CampaignNeeds, spot: bool) -> str:
+    if option.gpu_count < needs.gpus_per_trial:
+        return f"{option.gpu_count} GPUs < {needs.gpus_per_trial} per trial"
+    if needs.mem_gib_per_gpu > option.gpu_mem_gib:
+        return f"needs {needs.mem_gib_per_gpu:g} GiB > {option.gpu_mem_gib:g} GiB"
+    if spot and option.usd_per_hour_spot is None:
+        return "no spot price"
+    return ""
+
+
+class _Pricer:
+    """Prices one option at a machine count, caching the simulated work."""
+
+    def __init__(self, option: InstanceOption, needs: CampaignNeeds, spot: SpotRisk | None,
+                 use_spot: bool, runs: int) -> None:  # fmt: skip
+        self.option, self.needs, self.risk, self.use_spot, self.runs = (
+            option, needs, spot, use_spot, runs,
+        )  # fmt: skip
+        self.slots = option.gpu_count // needs.gpus_per_trial
+
+    def work(self, instances: int, trials: int) -> WorkEstimate:
+        return estimate_work(
+            self.needs.geometry.with_trials(trials),
+            epoch_s=self.option.predicted_epoch_s,
+            startup_s=self.needs.startup_s,
+            workers=instances * self.slots,
+            runs=self.runs,
+        )
+
+    def hours_usd(self, work: WorkEstimate, instances: int) -> tuple[float, float]:
+        cost = price_work(
+            work,
+            instances=instances,
+            gpus_per_trial=self.needs.gpus_per_trial,
+            usd_per_hour_ondemand=self.option.usd_per_hour_ondemand,
+            usd_per_hour_spot=self.option.usd_per_hour_spot,
+            spot=self.risk,
+        )
+        if self.use_spot and cost.usd_spot is not None:
+            return cost.spot_wall_s / 3600.0, cost.usd_spot
+        return cost.wall_s / 3600.0, cost.usd_ondemand
+
+
+def _plan(
+    pricer: _Pricer, budget_usd: float, deadline_h: float | None, max_instances: int
+) -> OptionPlan:
+    trials = pricer.needs.geometry.trials
+    instances = 1
+    work = pricer.work(1, trials)
+    wall_h, usd = pricer.hours_usd(work, 1)
+    if deadline_h is not None:
+        # More machines until the deadline holds; past it, the most we allow is the closest.
+        while (
+            wall_h > deadline_h
+            and instances < max_instances
+            and (instances * pricer.slots < trials)
+        ):
+            instances += 1
+            work = pricer.work(instances, trials)
+            wall_h, usd = pricer.hours_usd(work, instances)
+    bought, bought_epochs = trials, work.trial_epochs
+    if usd > budget_usd:
+        bought, bought_epochs = 0, 0.0
+        lo, hi = 1, trials - 1  # largest trial count whose cost fits the budget
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            part = pricer.work(instances, mid)
+            if pricer.hours_usd(part, instances)[1] <= budget_usd:
+                bought, bought_epochs, lo = mid, part.trial_epochs, mid + 1
+            else:
+                hi = mid - 1
+    return OptionPlan(
+        option=pricer.option,
+        fits=True,
+        instances=instances,
+        workers=work.workers,
+        wall_h=wall_h,
+        usd=usd,
+        gpu_h=work.gpu_h(pricer.needs.gpus_per_trial),
+        meets_deadline=deadline_h is None or wall_h <= deadline_h,
+        within_budget=usd <= budget_usd,
+        trials_bought=bought,
+        trial_epochs_bought=bought_epochs,
+    )
+
+
+def _pareto(plans: list[OptionPlan]) -> list[OptionPlan]:
+    points = [(p.usd, p.wall_h) for p in plans if p.usd is not None and p.wall_h is not None]
+
+    def dominated(p: OptionPlan) -> bool:
+        usd, wall_h = p.usd or 0.0, p.wall_h or 0.0
+        return any(u <= usd and h <= wall_h and (u < usd or h < wall_h) for u, h in points)
+
+    return [dataclasses.replace(p, pareto=p.fits and not dominated(p)) if p.fits else p
+            for p in plans]  # fmt: skip
+
+
+def recommend(
+    options: list[InstanceOption],
+    needs: CampaignNeeds,
+    *,
+    budget_usd: float,
+    deadline_h: float | None = None,
+    spot: bool = False,
+    spot_risk: SpotRisk | None = None,
+    max_instances: int = 8,
+    runs: int = 200,
+) -> Recommendation:
+    """Plans the campaign on every option and picks the cheapest and the fastest.
+
+    Args:
+        options: Instance types with predicted epoch times.
+        needs: Campaign geometry, start-up seconds, GPUs and memory per trial.
+        budget_usd: Dollars available.
+        deadline_h: Wall-clock hours available; None for no deadline.
+        spot: Price on spot (options without a spot price do not fit).
+        spot_risk: Preemption model for spot.
+        max_instances: Most machines of one type to rent to meet the deadline.
+        runs: Simulated ASHA runs per estimate.
+
+    Returns:
+        One plan per option (input order), the Pareto front flagged, and the picks:
+        cheapest done by the deadline, fastest within the budget.
+
+    Raises:
+        ValueError: The budget, deadline or instance cap is out of range.
+    """
+    if budget_usd <= 0 or (deadline_h is not None and deadline_h <= 0) or max_instances < 1:
+        raise ValueError(
+            "`budget_usd > 0`, `deadline_h > 0` and `max_instances >= 1` must hold, but got "
+            f"({budget_usd=}, {deadline_h=}, {max_instances=})."
+        )
+    plans = []
+    for option in options:
+        reason = _misfit(option, needs, spot)
+        if reason:
+            plans.append(OptionPlan(option=option, fits=False, reason=reason))
+        else:
+            pricer = _Pricer(option, needs, spot_risk, spot, runs)
+            plans.append(_plan(pricer, budget_usd, deadline_h, max_instances))
+    plans = _pareto(plans)
+    on_time = [p for p in plans if p.fits and p.meets_deadline]
+    affordable = [p for p in plans if p.fits and p.within_budget]
+    cheapest = min(on_time, key=lambda p: (p.usd, p.wall_h), default=None)
+    fastest = min(affordable, key=lambda p: (p.wall_h, p.usd), default=None)
+    reference = estimate_work(needs.geometry, epoch_s=1.0, runs=runs)
+    return Recommendation(
+        trials=needs.geometry.trials,
+        trial_epochs=reference.trial_epochs,
+        budget_usd=budget_usd,
+        deadline_h=deadline_h,
+        spot=spot,
+        plans=tuple(plans),
+        cheapest_within_deadline=cheapest.option.name if cheapest else None,
+        fastest_within_budget=fastest.option.name if fastest else None,
+    )
