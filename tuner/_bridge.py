@@ -51,9 +51,12 @@ class FidelityOptunaSearch(OptunaSearch):
         max_epochs: int,
         max_trials: int | None = None,
         epoch_attr: str = "epoch",
+        nest_under: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        # Ray Train trainers take hyperparameters under "train_loop_config".
+        self._nest_under = nest_under
         self._max_epochs = max_epochs
         self._max_trials = max_trials
         self._epoch_attr = epoch_attr
@@ -75,6 +78,8 @@ class FidelityOptunaSearch(OptunaSearch):
         ot_trial = self._ot_trials.get(trial_id)
         if ot_trial is not None:
             ot_trial.set_user_attr(TUNE_TRIAL_ID_ATTR, trial_id)
+        if config is not None and self._nest_under is not None:
+            return {self._nest_under: config}
         return config
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from tuner import rundir
 from tuner._bridge import FidelityOptunaSearch
 from tuner._progress import ProgressCallback
 from tuner._scheduler import PersistentASHA, PersistentFIFO
+from tuner._snapshot import SnapshotGuard, repair_snapshot
 from tuner._trial import TRAINABLE_KEY, run_trial
 from tuner.errors import TunerError
 from tuner.space import DefineByRun, make_sampler
@@ -94,9 +95,10 @@ def max_concurrent_trials(spec: CampaignSpec, cluster: dict[str, float]) -> int:
     """Trials that can run at once: the campaign's cap, else what the cluster fits."""
     if spec.resources.max_concurrent is not None:
         return min(spec.resources.max_concurrent, spec.budget.trials)
-    fits = cluster.get("CPU", 0.0) / spec.resources.cpu
+    workers = spec.resources.workers
+    fits = cluster.get("CPU", 0.0) / (spec.resources.cpu * workers)
     if spec.resources.gpu > 0:
-        fits = min(fits, cluster.get("GPU", 0.0) / spec.resources.gpu)
+        fits = min(fits, cluster.get("GPU", 0.0) / (spec.resources.gpu * workers))
     return max(1, min(spec.budget.trials, math.floor(fits + 1e-9)))
 
 
@@ -104,7 +106,31 @@ def _trial_name(trial: Any) -> str:
     return f"trial_{trial.trial_id}"
 
 
+TRAIN_LOOP_CONFIG = "train_loop_config"
+
+
+def _data_parallel(spec: CampaignSpec) -> bool:
+    return spec.resources.workers > 1
+
+
 def _trainable(spec: CampaignSpec) -> Any:
+    if _data_parallel(spec):
+        # Ray Train V1's TorchTrainer is itself a Tune trainable: rank 0's reports and
+        # checkpoints are Tune's, so ASHA stops, retries and resumes work as for one worker.
+        # (V2 inside a Tune trial hangs on every stop here: its cleanup needs the dashboard.)
+        from ray.train import ScalingConfig
+        from ray.train.torch import TorchTrainer
+
+        gpu = spec.resources.gpu
+        per_worker = {"CPU": spec.resources.cpu, **({"GPU": gpu} if gpu > 0 else {})}
+        return TorchTrainer(
+            run_trial,
+            scaling_config=ScalingConfig(
+                num_workers=spec.resources.workers,
+                use_gpu=gpu > 0,
+                resources_per_worker=per_worker,
+            ),
+        )
     resources = {"cpu": spec.resources.cpu, "gpu": spec.resources.gpu}
     return tune.with_resources(run_trial, resources)
 
@@ -113,6 +139,7 @@ def _service_config(spec: CampaignSpec) -> dict[str, Any]:
     """The constant part of every trial's config: fixed settings and reserved keys."""
     return {
         **dict(spec.fixed),
+        **({"tuner_workers": spec.resources.workers} if _data_parallel(spec) else {}),
         TRAINABLE_KEY: spec.trainable,
         "tuner_max_epochs": spec.budget.max_epochs,
         "tuner_seed": spec.sampler.seed if spec.sampler.seed is not None else 0,
@@ -135,6 +162,7 @@ def _build_tuner(spec: CampaignSpec, run_dir: Path, stream: TextIO | None) -> tu
         max_epochs=spec.budget.max_epochs,
         max_trials=spec.budget.trials,
         epoch_attr=EPOCH_ATTR,
+        nest_under=TRAIN_LOOP_CONFIG if _data_parallel(spec) else None,
     )
     state_path = str(run_dir / rundir.SCHEDULER_STATE_FILE)
     scheduler: PersistentASHA | PersistentFIFO
@@ -157,8 +185,8 @@ def _build_tuner(spec: CampaignSpec, run_dir: Path, stream: TextIO | None) -> tu
         num_samples=spec.budget.trials,
         max_concurrent_trials=concurrent,
         # A fresh worker per trial costs ~1 s (importing torch); short ASHA trials are
-        # common, so reuse workers between trials.
-        reuse_actors=True,
+        # common, so reuse workers between trials (not Ray Train's worker groups).
+        reuse_actors=not _data_parallel(spec),
         time_budget_s=spec.budget.time_limit_s,
         trial_name_creator=_trial_name,
         trial_dirname_creator=_trial_name,
@@ -180,7 +208,8 @@ def _build_tuner(spec: CampaignSpec, run_dir: Path, stream: TextIO | None) -> tu
                 total=spec.budget.trials,
                 max_epochs=spec.budget.max_epochs,
                 stream=stream,
-            )
+            ),
+            SnapshotGuard(str(run_dir.resolve())),
         ],
         verbose=0,
     )
@@ -190,15 +219,21 @@ def _build_tuner(spec: CampaignSpec, run_dir: Path, stream: TextIO | None) -> tu
         f"{spec.scheduler.type.value}; run folder {run_dir}",
         file=stream or sys.stdout,
     )
+    service = _service_config(spec)
     return tune.Tuner(
         _trainable(spec),
-        param_space=_service_config(spec),
+        param_space={TRAIN_LOOP_CONFIG: service} if _data_parallel(spec) else service,
         tune_config=tune_config,
         run_config=run_config,
     )
 
 
-def _prepare_env() -> None:
+def _prepare_env(spec: CampaignSpec) -> None:
+    if _data_parallel(spec):
+        # Before ray.train.torch is imported, and before the local Ray starts (its workers
+        # inherit the driver's environment).
+        os.environ.setdefault("RAY_TRAIN_V2_ENABLED", "0")
+        os.environ.setdefault("RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS", "0")
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", EXPERIMENT_SNAPSHOT_S)
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     # Snapshots are frequent on purpose (see EXPERIMENT_SNAPSHOT_S); don't warn about it.
@@ -231,7 +266,7 @@ def run_campaign(
             f"{run_dir}: run folder exists already.\n"
             f"  To fix: `tuner resume {run_dir}` to continue it, or choose another --name."
         )
-    _prepare_env()
+    _prepare_env(spec)
     started = _init_ray(options or RayOptions())
     try:
         run_dir.mkdir(parents=True)
@@ -254,12 +289,15 @@ def resume_campaign(
     """
     campaign_file = rundir.check_resumable(run_dir)
     spec = load_campaign(campaign_file)
+    repaired = repair_snapshot(run_dir)
+    if repaired:
+        print(f"repaired Tune snapshot files a crash left damaged: {', '.join(repaired)}")
     if not tune.Tuner.can_restore(str(run_dir.resolve())):
         raise TunerError(
             f"{run_dir}: Ray Tune saved no experiment state here (the driver died before "
             "its first snapshot).\n  To fix: start it again with `tuner run`."
         )
-    _prepare_env()
+    _prepare_env(spec)
     started = _init_ray(options or RayOptions())
     try:
         tuner = tune.Tuner.restore(
@@ -346,4 +384,5 @@ def _trial_config(run_dir: Path, tune_id: str) -> dict[str, Any] | None:
         return None
     with open(params) as handle:
         config: dict[str, Any] = json.load(handle)
+    config = config.get(TRAIN_LOOP_CONFIG, config)
     return {k: v for k, v in config.items() if not k.startswith("tuner_")}

@@ -9,6 +9,7 @@ Layout of ``runs/<name>/``::
     summary.json           outcome counts, best trial, top trials (written at the end)
     best.yaml              the winning configuration, reusable as fixed settings
     trial_<id>/            Ray Tune trial folders: result.json, progress.csv, checkpoints
+    .snapshot/             last intact copies of Tune's snapshot files (see tuner/_snapshot.py)
     experiment_state-*.json, tuner.pkl, searcher-state-*.pkl   Ray Tune's own state
 """
 

@@ -113,15 +113,22 @@ class SamplerSpec:
 
 @dataclass(frozen=True, slots=True)
 class Resources:
-    """Per-trial resources; ``max_concurrent`` ``None`` lets the cluster decide."""
+    """Per-trial resources; ``max_concurrent`` ``None`` lets the cluster decide.
+
+    ``workers`` > 1 trains each trial data-parallel (DDP) on that many Ray Train workers,
+    each with ``cpu`` CPUs and ``gpu`` GPUs.
+    """
 
     cpu: float = 1.0
     gpu: float = 0.0
     max_concurrent: int | None = None
+    workers: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """The ``resources:`` section."""
         out: dict[str, Any] = {"cpu": _num(self.cpu), "gpu": _num(self.gpu)}
+        if self.workers != 1:
+            out["workers"] = self.workers
         if self.max_concurrent is not None:
             out["max_concurrent"] = self.max_concurrent
         return out

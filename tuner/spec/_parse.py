@@ -196,7 +196,7 @@ def _parse_sampler(ck: Checker, value: Any, space: Space) -> SamplerSpec:
 
 
 def _parse_resources(ck: Checker, value: Any) -> Resources:
-    section = _section(ck, value, "resources", ("cpu", "gpu", "max_concurrent"))
+    section = _section(ck, value, "resources", ("cpu", "gpu", "max_concurrent", "workers"))
     gpu = ck.number(section.get("gpu", 0), "resources.gpu", ge=0)
     if gpu > 1 and not gpu.is_integer():
         ck.fail(
@@ -205,7 +205,15 @@ def _parse_resources(ck: Checker, value: Any) -> Resources:
             got=section["gpu"],
         )
     concurrent = section.get("max_concurrent")
+    workers = ck.integer(section.get("workers", 1), "resources.workers", ge=1)
+    if workers > 1 and not gpu.is_integer():
+        ck.fail(
+            "resources.gpu",
+            "must be a whole number when resources.workers > 1 (each DDP worker owns its GPUs)",
+            got=section["gpu"],
+        )
     return Resources(
+        workers=workers,
         cpu=ck.number(section.get("cpu", 1), "resources.cpu", gt=0),
         gpu=gpu,
         max_concurrent=None

@@ -501,6 +501,17 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "<dict>: resources.max_concurrent: must be an integer >= 1 (got 0)",
     ),
     (
+        "workers_zero",
+        {"resources.workers": 0},
+        "<dict>: resources.workers: must be an integer >= 1 (got 0)",
+    ),
+    (
+        "ddp_fractional_gpu",
+        {"resources.workers": 2, "resources.gpu": 0.5},
+        "<dict>: resources.gpu: must be a whole number when resources.workers > 1 "
+        "(each DDP worker owns its GPUs) (got 0.5)",
+    ),
+    (
         "keep_zero",
         {"checkpoint.keep": 0},
         "<dict>: checkpoint.keep: must be an integer >= 1 (got 0)",

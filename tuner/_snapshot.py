@@ -1,0 +1,81 @@
+"""Keeps a last-good copy of Ray Tune's experiment snapshot, so a crash mid-write loses nothing.
+
+Tune rewrites ``experiment_state-*.json``, ``search_gen_state-*.json`` and
+``searcher-state-*.pkl`` in place; a driver killed during that write leaves them empty, and
+``Tuner.restore`` then silently starts the experiment afresh. This callback copies each file
+to ``.snapshot/`` (atomically) whenever Tune has rewritten it and it reads back whole; before a
+resume, :func:`repair_snapshot` puts the last good copy back in place of a damaged file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pickle
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ray.tune import Callback
+
+logger = logging.getLogger(__name__)
+
+BACKUP_DIR = ".snapshot"
+_PATTERNS = ("experiment_state-*.json", "search_gen_state-*.json", "searcher-state-*.pkl")
+
+
+def _intact(path: Path) -> bool:
+    try:
+        data = path.read_bytes()
+        if not data:
+            return False
+        if path.suffix == ".json":
+            json.loads(data)
+        else:
+            pickle.loads(data)  # our own run folder's searcher state
+    except Exception:
+        return False
+    return True
+
+
+def _state_files(run_dir: Path) -> list[Path]:
+    return [p for pattern in _PATTERNS for p in run_dir.glob(pattern)]
+
+
+class SnapshotGuard(Callback):
+    """Copies Tune's snapshot files to ``run_dir/.snapshot`` after each intact rewrite."""
+
+    def __init__(self, run_dir: str) -> None:
+        self._run_dir = run_dir
+        self._seen: dict[str, int] = {}
+
+    def on_step_end(self, iteration: int, trials: list[Any], **info: Any) -> None:
+        run_dir = Path(self._run_dir)
+        backup = run_dir / BACKUP_DIR
+        for path in _state_files(run_dir):
+            try:
+                mtime = path.stat().st_mtime_ns
+            except FileNotFoundError:
+                continue
+            if self._seen.get(path.name) == mtime or not _intact(path):
+                continue
+            backup.mkdir(exist_ok=True)
+            tmp = backup / f".{path.name}.tmp"
+            shutil.copyfile(path, tmp)
+            os.replace(tmp, backup / path.name)
+            self._seen[path.name] = mtime
+
+
+def repair_snapshot(run_dir: Path) -> list[str]:
+    """Replaces damaged snapshot files with their last good copies; returns their names."""
+    backup = run_dir / BACKUP_DIR
+    repaired = []
+    for path in _state_files(run_dir):
+        good = backup / path.name
+        if not _intact(path) and good.is_file() and _intact(good):
+            shutil.copyfile(good, path)
+            repaired.append(path.name)
+    if repaired:
+        logger.warning("Restored Tune snapshot files damaged by a crash: %s", repaired)
+    return repaired
