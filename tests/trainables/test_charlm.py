@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+from tests.trainables._support import Preempted, PreemptedSession, checkpoint_weights
 from trainables import BUILTINS, charlm
-from trainables._loop import CHECKPOINT_FILE
 from trainables._session import LocalSession
 from trainables._text import VAL_FRACTION, contiguous_windows, corpus_text, load_corpus
 
@@ -34,28 +33,6 @@ TINY: dict[str, Any] = {
 COMPARED = ("epoch", "train_loss", "val_loss", "val_acc")
 # The contract's tolerance, as in test_loop.py (CPU runs are bitwise equal in practice).
 ATOL = 1e-6
-
-
-class _Preempted(Exception):
-    """Stands in for Ray stopping the trial after some reports."""
-
-
-class PreemptedSession(LocalSession):
-    def __init__(self, root: Path, after: int) -> None:
-        super().__init__(root)
-        self.after = after
-
-    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
-        super().report(metrics, checkpoint_dir)
-        if len(self.reports) == self.after:
-            raise _Preempted
-
-
-def _weights(checkpoint: str | None) -> dict[str, torch.Tensor]:
-    assert checkpoint is not None
-    state = torch.load(os.path.join(checkpoint, CHECKPOINT_FILE), weights_only=True)
-    weights: dict[str, torch.Tensor] = state["model"]
-    return weights
 
 
 def test_registered_as_builtin() -> None:
@@ -131,7 +108,7 @@ def test_restored_run_matches_uninterrupted_run(tmp_path: Path) -> None:
     charlm.train(config, whole)
 
     first = PreemptedSession(tmp_path / "first", after=2)
-    with pytest.raises(_Preempted):
+    with pytest.raises(Preempted):
         charlm.train(config, first)
     torch.manual_seed(12345)  # the restored run must not depend on the global RNG
     second = LocalSession(tmp_path / "second", restore_from=first.latest_checkpoint)
@@ -144,7 +121,10 @@ def test_restored_run_matches_uninterrupted_run(tmp_path: Path) -> None:
             assert got[key] == pytest.approx(want[key], abs=ATOL, rel=0), key
     # Fresh windows each epoch: the data order differs from epoch to epoch.
     assert len({m["train_loss"] for m in whole.metrics}) == 4
-    final, expected = _weights(second.latest_checkpoint), _weights(whole.latest_checkpoint)
+    final, expected = (
+        checkpoint_weights(second.latest_checkpoint),
+        checkpoint_weights(whole.latest_checkpoint),
+    )
     assert final.keys() == expected.keys()
     for name in expected:
         torch.testing.assert_close(final[name], expected[name], atol=ATOL, rtol=0)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import torch
 
+from tests.trainables._support import Preempted, PreemptedSession
 from trainables import digits, tabular
 from trainables._batches import keep_on_device
 from trainables._config import LoopConfig
@@ -26,21 +27,6 @@ DIGITS: dict[str, Any] = {
     "grad_accum": 2,
     "batch_size": 32,
 }
-
-
-class _Preempted(Exception):
-    """Stands in for Ray killing the trial after some reports."""
-
-
-class PreemptedSession(LocalSession):
-    def __init__(self, root: Path, after: int) -> None:
-        super().__init__(root)
-        self.after = after
-
-    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
-        super().report(metrics, checkpoint_dir)
-        if len(self.reports) == self.after:
-            raise _Preempted
 
 
 def _compared(session: LocalSession) -> list[tuple[Any, ...]]:
@@ -108,7 +94,7 @@ def test_dataloader_path_restores_exactly(tmp_path: Path) -> None:
     whole = LocalSession(tmp_path / "whole")
     digits.train(config, whole)
     first = PreemptedSession(tmp_path / "first", after=1)
-    with pytest.raises(_Preempted):
+    with pytest.raises(Preempted):
         digits.train(config, first)
     torch.manual_seed(999)  # the restored run must not depend on the global RNG
     second = LocalSession(tmp_path / "second", restore_from=first.latest_checkpoint)

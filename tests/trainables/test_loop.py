@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import torch
 
+from tests.trainables._support import Preempted, PreemptedSession, checkpoint_weights
 from trainables import BUILTINS, digits, tabular
 from trainables._loop import CHECKPOINT_FILE, RESERVED_PREFIX, choose_device
 from trainables._session import LocalSession
@@ -54,28 +55,6 @@ COMPARED = ("epoch", "train_loss", "val_loss", "val_acc", "sparsity")
 ATOL = 1e-6
 
 
-class _Preempted(Exception):
-    """Stands in for Ray killing a trial (ASHA pause, node loss) after some reports."""
-
-
-class PreemptedSession(LocalSession):
-    def __init__(self, root: Path, after: int) -> None:
-        super().__init__(root)
-        self.after = after
-
-    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
-        super().report(metrics, checkpoint_dir)
-        if len(self.reports) == self.after:
-            raise _Preempted
-
-
-def _weights(checkpoint: str | None) -> dict[str, torch.Tensor]:
-    assert checkpoint is not None
-    state = torch.load(os.path.join(checkpoint, CHECKPOINT_FILE), weights_only=True)
-    weights: dict[str, torch.Tensor] = state["model"]
-    return weights
-
-
 @pytest.mark.parametrize(
     "knobs",
     [{}, {**ALL_KNOBS, "prune_finetune_epochs": 2}, {**ALL_KNOBS, "prune_finetune_epochs": 1}],
@@ -87,7 +66,7 @@ def test_restored_run_matches_uninterrupted_run(knobs: dict[str, Any], tmp_path:
     digits.train(config, whole)
 
     first = PreemptedSession(tmp_path / "first", after=2)
-    with pytest.raises(_Preempted):
+    with pytest.raises(Preempted):
         digits.train(config, first)
     torch.manual_seed(12345)  # the restored run must not depend on the global RNG
     second = LocalSession(tmp_path / "second", restore_from=first.latest_checkpoint)
@@ -100,7 +79,10 @@ def test_restored_run_matches_uninterrupted_run(knobs: dict[str, Any], tmp_path:
     for got, want in zip(resumed, whole.metrics, strict=True):
         for key in COMPARED:
             assert got[key] == pytest.approx(want[key], abs=ATOL, rel=0), key
-    final, expected = _weights(second.latest_checkpoint), _weights(whole.latest_checkpoint)
+    final, expected = (
+        checkpoint_weights(second.latest_checkpoint),
+        checkpoint_weights(whole.latest_checkpoint),
+    )
     assert final.keys() == expected.keys()
     for name in expected:
         torch.testing.assert_close(final[name], expected[name], atol=ATOL, rtol=0)

@@ -3,30 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
 
+from tests.trainables._support import Preempted, PreemptedSession
 from trainables import tabular
 from trainables._loop import CHECKPOINT_FILE
 from trainables._plateau import Plateau
 from trainables._session import LocalSession
-
-
-class _Preempted(Exception):
-    """Stands in for Ray killing the trial after some reports."""
-
-
-class PreemptedSession(LocalSession):
-    def __init__(self, root: Path, after: int) -> None:
-        super().__init__(root)
-        self.after = after
-
-    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
-        super().report(metrics, checkpoint_dir)
-        if len(self.reports) == self.after:
-            raise _Preempted
 
 
 def _run(plateau: Plateau, values: list[float]) -> list[str | None]:
@@ -87,7 +72,7 @@ def test_restored_trial_stops_at_the_same_epoch(tmp_path: Path) -> None:
     tabular.train(PLATEAU, whole)
 
     first = PreemptedSession(tmp_path / "first", after=2)
-    with pytest.raises(_Preempted):
+    with pytest.raises(Preempted):
         tabular.train(PLATEAU, first)
     second = LocalSession(tmp_path / "second", restore_from=first.latest_checkpoint)
     tabular.train(PLATEAU, second)
