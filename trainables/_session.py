@@ -50,6 +50,16 @@ class Session(Protocol):
         ...
 
 
+@contextlib.contextmanager
+def _local_dir(checkpoint: Any) -> Iterator[str | None]:
+    """A Ray checkpoint (Tune's or Train's) as a local directory, or None without one."""
+    if checkpoint is None:
+        yield None
+        return
+    with checkpoint.as_directory() as directory:
+        yield str(directory)
+
+
 class RaySession:
     """The session of a Ray Tune function trainable (``ray.tune.report`` and friends)."""
 
@@ -60,17 +70,11 @@ class RaySession:
         checkpoint = tune.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None
         tune.report(metrics, checkpoint=checkpoint)
 
-    @contextlib.contextmanager
-    def checkpoint_dir(self) -> Iterator[str | None]:
+    def checkpoint_dir(self) -> contextlib.AbstractContextManager[str | None]:
         """Yields the trial's restored checkpoint as a local directory, or None."""
         from ray import tune
 
-        checkpoint = tune.get_checkpoint()
-        if checkpoint is None:
-            yield None
-            return
-        with checkpoint.as_directory() as directory:
-            yield str(directory)
+        return _local_dir(tune.get_checkpoint())
 
     def gpu_ids(self) -> list[Any]:
         """The GPU ids Ray assigned to this trial (CUDA_VISIBLE_DEVICES is set to them)."""
@@ -108,17 +112,11 @@ class TrainWorkerSession(RaySession):
             checkpoint = train.Checkpoint.from_directory(checkpoint_dir)
         train.report(metrics, checkpoint=checkpoint)
 
-    @contextlib.contextmanager
-    def checkpoint_dir(self) -> Iterator[str | None]:
+    def checkpoint_dir(self) -> contextlib.AbstractContextManager[str | None]:
         """Yields the run's latest checkpoint (the same one on every worker), or None."""
         from ray import train
 
-        checkpoint = train.get_checkpoint()
-        if checkpoint is None:
-            yield None
-            return
-        with checkpoint.as_directory() as directory:
-            yield str(directory)
+        return _local_dir(train.get_checkpoint())
 
     def rank_and_world(self) -> tuple[int, int]:
         """Rank and world size from Ray Train's context."""

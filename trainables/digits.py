@@ -18,14 +18,9 @@ Hyperparameters (config keys, all optional):
         times ``augment`` on each axis), bilinear with border padding, on the training
         device, training batches only; drawn from the loop's seeded augmentation
         generator, so runs are reproducible and restore exactly.
-    Plus the loop's keys: ``lr``, ``optimizer``, ``momentum``, ``weight_decay``,
-    ``batch_size``, ``lr_schedule``, ``lr_step_epochs``, ``lr_gamma``, ``warmup_epochs``,
-    ``label_smoothing``, ``grad_clip``, ``grad_accum``, ``prune_amount``,
-    ``prune_finetune_epochs``, ``amp``, the GPU efficiency knobs (``channels_last``,
-    ``cudnn_benchmark``, ``tf32``, ``non_blocking``, ``compile``), the data path
-    (``data_on_device``, ``loader_workers``), plateau early stop (``plateau_patience``,
-    ``plateau_min_delta``, ``plateau_metric``) and the service's ``tuner_*`` keys (see
-    :class:`trainables._config.LoopConfig`).
+    Plus the shared loop's keys (optimizer, LR schedule, regularization, pruning,
+    precision, GPU efficiency, data path, early stop) and the service's ``tuner_*``
+    keys, all listed in :class:`trainables._config.LoopConfig`.
 
 A good start: adam, lr 3e-3, channels 32, batch_size 64 reaches 0.975 ``val_acc`` by epoch
 5 (0.97-0.98 after), at about 0.4 s per epoch on one CPU thread.

@@ -10,14 +10,9 @@ Hyperparameters (config keys, all optional):
     batch_norm (bool, False): BatchNorm after each hidden linear layer (before the ReLU).
     input_standardize (bool, True): standardise each feature with the train split's mean
         and std (per feature); False feeds the raw features.
-    Plus the loop's keys: ``lr``, ``optimizer``, ``momentum``, ``weight_decay``,
-    ``batch_size``, ``lr_schedule``, ``lr_step_epochs``, ``lr_gamma``, ``warmup_epochs``,
-    ``label_smoothing``, ``grad_clip``, ``grad_accum``, ``prune_amount``,
-    ``prune_finetune_epochs``, ``amp``, the GPU efficiency knobs (``channels_last``,
-    ``cudnn_benchmark``, ``tf32``, ``non_blocking``, ``compile``), the data path
-    (``data_on_device``, ``loader_workers``), plateau early stop (``plateau_patience``,
-    ``plateau_min_delta``, ``plateau_metric``) and the service's ``tuner_*`` keys (see
-    :class:`trainables._config.LoopConfig`).
+    Plus the shared loop's keys (optimizer, LR schedule, regularization, pruning,
+    precision, GPU efficiency, data path, early stop) and the service's ``tuner_*``
+    keys, all listed in :class:`trainables._config.LoopConfig`.
 """
 
 from __future__ import annotations

@@ -63,7 +63,8 @@ class FidelityOptunaSearch(OptunaSearch):
         self._reported: dict[str, set[int]] = {}
         # Trials whose Optuna state was final before a restore: never told again.
         self._already_final: set[str] = set()
-        self.outcomes: dict[str, tuple[Outcome, str]] = {}
+        # Non-orphan study trials Tune's restored snapshot does not know (finished after it).
+        self._untracked_trials = 0
 
     def suggest(self, trial_id: str) -> dict[Any, Any] | None:
         # A trial that finished after Tune's last snapshot is in the study but unknown to the
@@ -71,7 +72,7 @@ class FidelityOptunaSearch(OptunaSearch):
         if (
             self._max_trials is not None
             and trial_id not in self._ot_trials
-            and self._real_trial_count() >= self._max_trials
+            and len(self._ot_trials) + self._untracked_trials >= self._max_trials
         ):
             return Searcher.FINISHED  # type: ignore[return-value]  # Tune accepts it
         config: dict[str, Any] | None = super().suggest(trial_id)
@@ -128,7 +129,6 @@ class FidelityOptunaSearch(OptunaSearch):
         values = decision.value if decision.outcome is Outcome.COMPLETE else None
         study: optuna.Study = self._ot_study  # type: ignore[assignment]
         study.tell(ot_trial, values, state=state)
-        self.outcomes[trial_id] = (decision.outcome, decision.reason)
         self._reported.pop(trial_id, None)
 
     def _result_from_study(self, ot_trial: Any) -> dict[str, Any] | None:
@@ -138,11 +138,6 @@ class FidelityOptunaSearch(OptunaSearch):
             return None
         last = max(frozen.intermediate_values)
         return {self.metric: frozen.intermediate_values[last], self._epoch_attr: last}
-
-    def _real_trial_count(self) -> int:
-        study: optuna.Study = self._ot_study  # type: ignore[assignment]
-        trials = study.get_trials(deepcopy=False)
-        return sum(1 for t in trials if t.user_attrs.get(STOP_REASON_ATTR) != ORPHAN_REASON)
 
     def restore(self, checkpoint_path: str) -> None:
         super().restore(checkpoint_path)
@@ -161,13 +156,11 @@ class FidelityOptunaSearch(OptunaSearch):
                     storage.set_trial_user_attr(frozen._trial_id, STOP_REASON_ATTR, ORPHAN_REASON)
                     study.tell(frozen.number, state=TrialState.FAIL)
                     orphans += 1
+                elif frozen.user_attrs.get(STOP_REASON_ATTR) != ORPHAN_REASON:
+                    self._untracked_trials += 1
                 continue
             if frozen.state.is_finished() and tune_id not in self._completed_trials:
                 self._already_final.add(tune_id)
             self._reported[tune_id] = set(frozen.intermediate_values)
         if orphans:
             logger.warning("Marked %d orphaned Optuna trial(s) FAIL after restore.", orphans)
-
-    def finished_tune_ids(self) -> set[str]:
-        """Tune trial ids whose Optuna trial is final (told now or before a restore)."""
-        return set(self.outcomes) | self._already_final

@@ -7,6 +7,7 @@ This is the one module (with its private helpers ``_bridge``, ``_scheduler``, ``
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -377,8 +378,6 @@ def write_summary(
 
 def _trial_config(run_dir: Path, tune_id: str) -> dict[str, Any] | None:
     """The full config a trial ran with (hyperparameters and fixed settings)."""
-    import json
-
     params = run_dir / f"trial_{tune_id}" / "params.json"
     if not params.is_file():
         return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -71,8 +72,6 @@ def add_code_dirs(code_dirs: list[str]) -> None:
     A user trainable ``my_module:train`` next to the campaign file imports in the driver
     (validation) and in local Ray workers, which inherit PYTHONPATH from the driver.
     """
-    import sys
-
     existing = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     for folder in reversed(code_dirs):
         if folder not in sys.path:

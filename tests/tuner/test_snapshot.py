@@ -12,7 +12,7 @@ STATE = "experiment_state-2026-01-01_00-00-00.json"
 
 
 def test_guard_backs_up_intact_files_only_and_repair_restores_them(tmp_path: Path) -> None:
-    guard = SnapshotGuard(str(tmp_path))
+    guard = SnapshotGuard(str(tmp_path), check_every_s=0.0)  # look on every step
     state = tmp_path / STATE
     state.write_text(json.dumps({"trial_data": [1, 2]}))
     guard.on_step_end(iteration=1, trials=[])
