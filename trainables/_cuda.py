@@ -14,7 +14,7 @@ from torch import nn
 from trainables import _telemetry
 from trainables._config import LoopConfig
 
-__all__ = ["configure_cuda", "has_conv2d", "to_format", "trial_gpus"]
+__all__ = ["configure_cuda", "gpu_name", "has_conv2d", "precision", "to_format", "trial_gpus"]
 
 
 def configure_cuda(cfg: LoopConfig, device: torch.device) -> None:
@@ -22,10 +22,28 @@ def configure_cuda(cfg: LoopConfig, device: torch.device) -> None:
     if device.type != "cuda":
         return
     torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
-    # TF32 tensor cores exist from Ampere (compute capability 8.0) on.
-    tf32 = cfg.tf32 and torch.cuda.get_device_capability(device)[0] >= 8
+    tf32 = _tf32(cfg, device)
     torch.set_float32_matmul_precision("high" if tf32 else "highest")
     torch.backends.cudnn.allow_tf32 = tf32
+
+
+def _tf32(cfg: LoopConfig, device: torch.device) -> bool:
+    # TF32 tensor cores exist from Ampere (compute capability 8.0) on.
+    return cfg.tf32 and torch.cuda.get_device_capability(device)[0] >= 8
+
+
+def precision(cfg: LoopConfig, device: torch.device, amp: bool) -> str:
+    """The math the trial trains in, as the cost model names it: fp32, tf32 or amp."""
+    if device.type != "cuda":
+        return "fp32"
+    if amp:
+        return "amp"
+    return "tf32" if _tf32(cfg, device) else "fp32"
+
+
+def gpu_name(device: torch.device) -> str | None:
+    """The CUDA device's model name (e.g. "NVIDIA A100-SXM4-40GB"); None off CUDA."""
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else None
 
 
 def has_conv2d(model: nn.Module) -> bool:

@@ -5,13 +5,18 @@ A model module builds a :class:`Task` (data tensors, a model factory, a loss) an
 :class:`~trainables._session.Session`. Every epoch reports ``epoch`` (1-based),
 ``train_loss``, ``val_loss``, ``val_acc`` (the objective), ``epoch_time_s`` (train plus
 validation), ``samples_per_s`` (training samples per second of training time) and
-``sparsity`` (fraction of zero conv/linear weights) and ``tuner_device``; a report that
+``sparsity`` (fraction of zero conv/linear weights), ``train_time_s`` and ``train_samples``
+(the training part of the epoch) and ``tuner_device``; a report that
 ends the trial early (divergence, plateau) adds ``tuner_stop_reason``.
 
 Measurement (:mod:`trainables._measure`): ``step_time_s`` (mean compute time of an
 optimizer step), ``data_wait_share`` (share of training time spent producing batches),
 ``flops_per_sample`` (training matmul/conv FLOPs per sample, counted once per trial),
-``achieved_tflops`` and, on CUDA, ``peak_mem_gib``. GPU telemetry
+``achieved_tflops`` and, on CUDA, ``peak_mem_gib``; for the cost model (constant within a
+trial) ``bytes_per_sample``, ``ops_per_batch``, ``weight_bytes_per_batch``, ``param_count``,
+``est_mem_gib`` (training memory estimated from parameters, optimizer state and saved
+activations), ``batch_size``, ``grad_accum``, ``precision`` (fp32, tf32 or amp) and, on
+CUDA, ``gpu_name``. GPU telemetry
 (:mod:`trainables._telemetry`): ``telemetry`` and, where NVML reads the trial's GPUs,
 ``gpu_util_pct``, ``gpu_mem_used_gib``, ``gpu_power_w`` and ``gpu_energy_wh``.
 
@@ -217,16 +222,18 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
             xb = task.augment(xb, augment_rng)
         return xb.contiguous(memory_format=torch.channels_last) if channels_last else xb
 
-    # FLOPs per sample do not depend on the batch size, so a few samples are counted, not a
-    # whole batch: the probe then costs about one step of a small model.
-    probe = min(cfg.batch_size, _FLOP_PROBE_SAMPLES)
-    flops = _measure.flops_per_sample(
+    # FLOPs and bytes per sample do not depend on the batch size, so a few samples are
+    # probed, not a whole batch: the probe then costs about one step of a small model.
+    probe_n = min(cfg.batch_size, _FLOP_PROBE_SAMPLES)
+    probe = _measure.probe_step(
         model,
         train_loss_fn,
-        _cuda.to_format(x_train[:probe].to(device), channels_last),
-        y_train[:probe].to(device),
+        _cuda.to_format(x_train[:probe_n].to(device), channels_last),
+        y_train[:probe_n].to(device),
         device,
     )
+    flops = probe.flops_per_sample
+    profile = _profile_metrics(cfg, probe, device, amp_dtype is not None)
     timer = _measure.PhaseTimer(device)
     with _telemetry.gpu_telemetry(_cuda.trial_gpus(device)) as telemetry:
         for epoch in range(start, cfg.max_epochs + 1):
@@ -280,6 +287,8 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
                 "val_loss": math.nan,
                 "val_acc": math.nan,
                 "epoch_time_s": train_time,
+                "train_time_s": train_time,
+                "train_samples": seen,
                 "samples_per_s": samples_per_s,
                 "step_time_s": step_time,
                 "data_wait_share": data_share,
@@ -288,6 +297,7 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
                 "sparsity": _prune.sparsity(model),
                 "tuner_device": str(device),
                 "workers": world,
+                **profile,
             }
             if not math.isfinite(train_loss):
                 metrics["tuner_stop_reason"] = (
@@ -429,6 +439,28 @@ def _make_optimizer(cfg: LoopConfig, model: nn.Module) -> torch.optim.Optimizer:
     if cfg.optimizer == "adamw":
         return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+
+def _profile_metrics(
+    cfg: LoopConfig, probe: _measure.StepProbe, device: torch.device, amp: bool
+) -> dict[str, Any]:
+    """What the cost model reads from every epoch's report (constant within a trial)."""
+    metrics: dict[str, Any] = {
+        "bytes_per_sample": probe.traffic_bytes_per_sample,
+        "ops_per_batch": probe.ops_per_step,
+        "weight_bytes_per_batch": probe.weight_traffic_bytes,
+        "param_count": probe.param_count,
+        "est_mem_gib": _measure.estimate_train_mem_gib(
+            probe, cfg.batch_size, cfg.optimizer, cfg.momentum
+        ),
+        "batch_size": cfg.batch_size,
+        "grad_accum": cfg.grad_accum,
+        "precision": _cuda.precision(cfg, device, amp),
+    }
+    name = _cuda.gpu_name(device)
+    if name is not None:
+        metrics["gpu_name"] = name
+    return metrics
 
 
 def _device_metrics(

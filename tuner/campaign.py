@@ -321,6 +321,7 @@ def _fit_and_summarize(
     grid = tuner.fit()
     wall_s = time.monotonic() - start
     summary = write_summary(spec, run_dir, wall_s=wall_s, tune_trials=len(grid))
+    write_profile(spec, run_dir)
     out = stream or sys.stdout
     print(f"\n{format_table(summary)}\n", file=out)
     best = summary["best"]
@@ -374,6 +375,17 @@ def write_summary(
             },
         )
     return summary
+
+
+def write_profile(spec: CampaignSpec, run_dir: Path) -> None:
+    """Writes profile.json: what the campaign's real trials measured (see tuner.cost)."""
+    from tuner.cost import profile_from_run
+
+    try:
+        profile = profile_from_run(run_dir, campaign=spec.name, trainable=spec.trainable)
+    except TunerError:
+        return  # no trial reported an epoch: nothing measured
+    profile.write(run_dir / rundir.PROFILE_FILE)
 
 
 def _trial_config(run_dir: Path, tune_id: str) -> dict[str, Any] | None:

@@ -23,6 +23,8 @@ examples:
   tuner run my_campaign.yaml --address auto   join a running Ray cluster
   tuner resume runs/digits-cnn                continue a killed campaign
   tuner show runs/digits-cnn                  top trials of a run
+  tuner profile search_spaces/default.yaml     measure the trainable here (JSON profile)
+  tuner recommend --budget 50 --deadline 2h   rank GPU instance types for the default campaign
   tuner predict --from A100-SXM4-40GB --to H100-SXM5 --precision amp --samples-per-s 1200
 """
 
@@ -69,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
     )
     _ray_args(run)
+    run.set_defaults(handler=_cmd_run)
 
     resume = sub.add_parser(
         "resume",
@@ -78,14 +81,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     resume.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/digits-cnn")
     _ray_args(resume)
+    resume.set_defaults(handler=_cmd_resume)
 
     show = sub.add_parser("show", help="print the top trials of a run folder")
     show.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/digits-cnn")
     show.add_argument("--top", type=_positive_int, default=10, help="rows to show (10)")
     show.add_argument("--json", action="store_true", help="print the summary as JSON")
+    show.set_defaults(handler=_cmd_show)
 
+    from tuner._costcli import add_profile_command, add_recommend_command
     from tuner.cost._cli import add_predict_command
 
+    add_profile_command(sub, _ray_args)
+    add_recommend_command(sub, _ray_args)
     add_predict_command(sub)
     return parser
 
@@ -152,7 +160,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # Heavy imports (ray, torch) only once the input is known to be good.
     from tuner.campaign import run_campaign
 
-    run_campaign(spec, run_dir, _ray_options(args), code_dirs=code_dirs)
+    run_campaign(spec, run_dir, ray_options(args), code_dirs=code_dirs)
     return 0
 
 
@@ -162,7 +170,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
 
     check_resumable(args.run_dir)
     add_code_dirs(read_code_dirs(args.run_dir))
-    resume_campaign(args.run_dir, _ray_options(args))
+    resume_campaign(args.run_dir, ray_options(args))
     return 0
 
 
@@ -192,7 +200,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ray_options(args: argparse.Namespace) -> RayOptions:
+def ray_options(args: argparse.Namespace) -> RayOptions:
+    """Where Ray runs, from the ``--address``/``--num-cpus``/``--num-gpus`` flags."""
     from tuner.campaign import RayOptions
 
     return RayOptions(
@@ -206,11 +215,8 @@ def _ray_options(args: argparse.Namespace) -> RayOptions:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tuner`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
-    from tuner.cost._cli import run_predict
-
-    handlers = {"run": _cmd_run, "resume": _cmd_resume, "show": _cmd_show, "predict": run_predict}
     try:
-        return handlers[args.command](args)
+        return int(args.handler(args))
     except TunerError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

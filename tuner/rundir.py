@@ -8,6 +8,8 @@ Layout of ``runs/<name>/``::
     scheduler_state.json   ASHA rungs and finished trials (survive a driver crash)
     summary.json           outcome counts, best trial, top trials (written at the end)
     best.yaml              the winning configuration, reusable as fixed settings
+    profile.json           what the trials measured (epoch and start-up time, FLOPs,
+                           memory), for `tuner recommend --profile`
     trial_<id>/            Ray Tune trial folders: result.json, progress.csv, checkpoints
     .snapshot/             last intact copies of Tune's snapshot files (see tuner/_snapshot.py)
     experiment_state-*.json, tuner.pkl, searcher-state-*.pkl   Ray Tune's own state
@@ -32,6 +34,7 @@ STUDY_FILE = "study.db"
 SCHEDULER_STATE_FILE = "scheduler_state.json"
 SUMMARY_FILE = "summary.json"
 BEST_FILE = "best.yaml"
+PROFILE_FILE = "profile.json"
 DEFAULT_RUNS_ROOT = Path("runs")
 
 

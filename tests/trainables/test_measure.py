@@ -12,10 +12,27 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainables import digits, tabular
-from trainables._measure import PhaseTimer, achieved_tflops, flops_per_sample
+from trainables._measure import (
+    PhaseTimer,
+    achieved_tflops,
+    estimate_train_mem_gib,
+    flops_per_sample,
+    probe_step,
+)
 from trainables._session import LocalSession
 
 MEASURED = {"step_time_s", "data_wait_share", "flops_per_sample", "achieved_tflops"}
+PROFILED = {
+    "bytes_per_sample",
+    "ops_per_batch",
+    "weight_bytes_per_batch",
+    "param_count",
+    "est_mem_gib",
+    "batch_size",
+    "grad_accum",
+    "precision",
+}
+GIB = 2**30
 # Training FLOPs of the default tabular MLP (30 -> 64 -> 64 -> 2), per sample: forward
 # 2*(30*64 + 64*64 + 64*2) = 12,288; backward the same for the weight gradients plus
 # 2*(64*64 + 64*2) = 8,448 for the input gradients of layers 2 and 3 (the data needs none).
@@ -69,6 +86,50 @@ def test_flop_count_leaves_model_and_rng_untouched() -> None:
     assert torch.equal(torch.get_rng_state(), rng)
 
 
+def _mlp(width: int) -> nn.Module:
+    return nn.Sequential(nn.Linear(30, width), nn.ReLU(), nn.Linear(width, 2))
+
+
+def _probe(model: nn.Module, n: int = 8):  # type: ignore[no-untyped-def]
+    xb, yb = torch.randn(n, 30), torch.zeros(n, dtype=torch.long)
+    return probe_step(model, F.cross_entropy, xb, yb, torch.device("cpu"))
+
+
+def test_probe_counts_parameters_and_splits_weight_from_activation_traffic() -> None:
+    probe = _probe(_mlp(64))
+    assert probe.param_count == 30 * 64 + 64 + 64 * 2 + 2
+    assert probe.param_bytes == 4 * probe.param_count
+    # Forward reads every weight once and backward writes a gradient of each: at least 2x.
+    assert probe.weight_traffic_bytes >= 2 * probe.param_bytes
+    # Activations: at least the input (30 floats) and the hidden layer (64) each sample.
+    assert probe.traffic_bytes_per_sample >= 4 * (30 + 64)
+    assert probe.ops_per_step >= 6  # 2 matmuls forward, 3 backward, a loss, an activation
+
+
+def test_probe_is_per_sample_and_grows_with_the_model() -> None:
+    small, big = _probe(_mlp(64), n=8), _probe(_mlp(64), n=16)
+    assert big.flops_per_sample == small.flops_per_sample
+    # Per-sample figures stay put when the batch doubles; the scalar loss is shared.
+    assert big.saved_bytes_per_sample == pytest.approx(small.saved_bytes_per_sample, rel=0.05)
+    assert big.ops_per_step == small.ops_per_step
+    wide = _probe(_mlp(256))
+    # The hidden activation is saved once (ReLU output = second matmul input): 4x wider.
+    hidden_share = wide.saved_bytes_per_sample - small.saved_bytes_per_sample
+    assert hidden_share == pytest.approx(3 * 64 * 4, rel=0.1)
+
+
+def test_memory_estimate_adds_weights_gradients_optimizer_state_and_activations() -> None:
+    probe = _probe(_mlp(64))
+    sgd = estimate_train_mem_gib(probe, 64, "sgd") * GIB
+    momentum = estimate_train_mem_gib(probe, 64, "sgd", momentum=0.9) * GIB
+    adam = estimate_train_mem_gib(probe, 64, "adam") * GIB
+    assert momentum - sgd == pytest.approx(probe.param_bytes)  # one buffer per parameter
+    assert adam - sgd == pytest.approx(2 * probe.param_bytes)  # two moments
+    assert sgd == pytest.approx(2 * probe.param_bytes + 64 * probe.saved_bytes_per_sample)
+    double = estimate_train_mem_gib(probe, 128, "sgd") * GIB
+    assert double - sgd == pytest.approx(64 * probe.saved_bytes_per_sample)
+
+
 def test_achieved_tflops() -> None:
     assert achieved_tflops(2e6, 5e5) == pytest.approx(1.0)
 
@@ -85,6 +146,12 @@ def test_loop_reports_measurements(tmp_path: Path) -> None:
         assert 0 < m["step_time_s"] < m["epoch_time_s"]
         assert 0 <= m["data_wait_share"] < 1
         assert "peak_mem_gib" not in m  # CUDA only
+        assert m.keys() >= PROFILED
+        assert m["precision"] == "fp32"  # CPU math
+        assert m["batch_size"] == 64 and m["grad_accum"] == 1
+        assert m["param_count"] == 30 * 64 + 64 + 64 * 64 + 64 + 64 * 2 + 2
+        assert 0 < m["est_mem_gib"] < 0.01
+        assert "gpu_name" not in m
 
 
 def test_augmentation_shows_up_as_data_wait(tmp_path: Path) -> None:
@@ -101,8 +168,9 @@ def test_cuda_measurements(tmp_path: Path) -> None:
     session = LocalSession(tmp_path)
     digits.train({"tuner_max_epochs": 2, "augment": 0.5}, session)
     for m in session.metrics:
-        assert m.keys() >= MEASURED | {"peak_mem_gib"}
+        assert m.keys() >= MEASURED | PROFILED | {"peak_mem_gib", "gpu_name"}
         assert 0 < m["peak_mem_gib"] < 10
+        assert m["precision"] in {"amp", "tf32", "fp32"}
         assert 0 < m["data_wait_share"] < 1
         assert 0 < m["step_time_s"] < m["epoch_time_s"]
         assert math.isfinite(m["achieved_tflops"]) and m["achieved_tflops"] > 0

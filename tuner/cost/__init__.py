@@ -25,6 +25,7 @@ from tuner.cost._predict import (
     predict_throughput,
     spec_ratio_baseline,
 )
+from tuner.cost._profile import Profile, TrialProfile, load_profile, profile_from_run
 from tuner.cost._recommend import (
     CampaignNeeds,
     InstanceOption,
@@ -56,9 +57,11 @@ __all__ = [
     "InstanceOption",
     "OptionPlan",
     "Prediction",
+    "Profile",
     "Recommendation",
     "SpotRisk",
     "StepParts",
+    "TrialProfile",
     "WorkEstimate",
     "cost_to_finish",
     "estimate_work",
@@ -67,10 +70,12 @@ __all__ = [
     "load_catalog",
     "load_gpus",
     "load_instances",
+    "load_profile",
     "naive_trial_epochs",
     "peak_tflops",
     "predict_throughput",
     "price_work",
+    "profile_from_run",
     "recommend",
     "spec_ratio_baseline",
 ]

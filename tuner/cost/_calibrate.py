@@ -13,7 +13,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from tuner.cost._catalog import GpuSpec, load_gpus
+from tuner.cost._catalog import GpuSpec, load_gpus, resolve_gpu
 from tuner.cost._predict import PRECISIONS, Calibration, math_mode, peak_tflops
 
 __all__ = [
@@ -74,28 +74,30 @@ def load_measurements(path: str | Path | None = None) -> list[Measurement]:
         ]
 
 
-def usable(m: Measurement, gpus: Mapping[str, GpuSpec]) -> bool:
-    """Whether the catalog has every figure a prediction to or from this GPU needs."""
-    gpu = gpus.get(m.gpu)
+def usable(m: Measurement, gpus: Mapping[str, GpuSpec]) -> GpuSpec | None:
+    """The catalog GPU of ``m`` when the catalog has every figure a prediction needs."""
+    gpu = resolve_gpu(gpus, m.gpu)
     if gpu is None or gpu.mem_bw_gb_s is None or m.precision not in PRECISIONS:
-        return False
+        return None
     try:
         peak_tflops(gpu, m.precision)
     except ValueError:
-        return False
-    return True
+        return None
+    return gpu
 
 
 def group(
     measurements: Iterable[Measurement], gpus: Mapping[str, GpuSpec]
 ) -> dict[tuple[str, str, str], dict[str, float]]:
-    """(software_set, workload, precision) -> gpu -> geometric-mean samples/s."""
+    """(software_set, workload, precision) -> catalog GPU -> geometric-mean samples/s."""
     logs: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(
         lambda: defaultdict(list)
     )
     for m in measurements:
-        if usable(m, gpus):
-            logs[(m.software_set, m.workload, m.precision)][m.gpu].append(math.log(m.samples_per_s))
+        gpu = usable(m, gpus)
+        if gpu is not None:
+            key = (m.software_set, m.workload, m.precision)
+            logs[key][gpu.name].append(math.log(m.samples_per_s))
     return {
         key: {gpu: math.exp(sum(v) / len(v)) for gpu, v in by_gpu.items()}
         for key, by_gpu in logs.items()

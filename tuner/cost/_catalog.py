@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,9 +21,11 @@ __all__ = [
     "GpuSpec",
     "Instance",
     "find_gpu",
+    "gpu_name_tokens",
     "load_catalog",
     "load_gpus",
     "load_instances",
+    "resolve_gpu",
 ]
 
 ARCHITECTURES = ("pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell")
@@ -30,7 +33,7 @@ DEFAULT_MAX_PRICE_AGE_DAYS = 365
 
 _GPU_REQUIRED: tuple[str, ...] = ("gpu", "architecture", "memory_gib", "mem_bw_gb_s")
 _GPU_REQUIRED += ("fp32_tflops", "tf32_tflops", "fp16_bf16_tflops", "source", "as_of")
-_GPU_OPTIONAL = ("tdp_w", "notes")
+_GPU_OPTIONAL = ("tdp_w", "aliases", "notes")
 _INSTANCE_REQUIRED: tuple[str, ...] = ("cloud", "region", "instance_type", "gpu", "gpu_count")
 _INSTANCE_REQUIRED += ("ondemand_usd_per_hour", "source", "as_of")
 _INSTANCE_OPTIONAL = ("vcpus", "memory_gib", "spot_usd_per_hour", "billing", "notes")
@@ -55,6 +58,7 @@ class GpuSpec:
     source: str
     as_of: date
     notes: str = ""
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,10 +97,60 @@ class Catalog:
         return find_gpu(self.gpus, name, source=source, path="gpu")
 
 
+# Words that vendors and drivers add to a model name without telling models apart.
+_NOISE_WORDS = frozenset({"nvidia", "tesla", "geforce", "generation", "gpu"})
+
+
+def gpu_name_tokens(name: str) -> frozenset[str]:
+    """The words of a GPU model name, case and separators ignored, vendor words dropped.
+
+    ``"A100-PCIE-40GB"``, ``"A100 40GB PCIe"`` and ``"NVIDIA A100-PCIE-40GB"`` (what
+    ``torch.cuda.get_device_name`` says) all give ``{"a100", "pcie", "40gb"}``.
+    """
+    words = re.split(r"[\s\-_/(),]+", name.lower())
+    return frozenset(w for w in words if w and w not in _NOISE_WORDS)
+
+
+def _resolve(gpus: Mapping[str, GpuSpec], name: str) -> list[GpuSpec]:
+    """Catalog models ``name`` can mean: one when it is clear, several when ambiguous."""
+    if name in gpus:
+        return [gpus[name]]
+    wanted = gpu_name_tokens(name)
+    if not wanted:
+        return []
+    names = {spec.name: [spec.name, *spec.aliases] for spec in gpus.values()}
+    by_name = {spec.name: spec for spec in gpus.values()}
+    exact = [
+        by_name[key]
+        for key, spellings in names.items()
+        if any(gpu_name_tokens(s) == wanted for s in spellings)
+    ]
+    if exact:
+        return exact
+    # "H100 80GB SXM5" names H100-SXM5 (more words than the catalog's name); "H200" names
+    # H200-SXM (fewer) as long as only one model fits either way.
+    wider = [
+        by_name[key]
+        for key, spellings in names.items()
+        if any(gpu_name_tokens(s) < wanted for s in spellings)
+    ]
+    if wider:
+        return wider
+    return [
+        by_name[key]
+        for key, spellings in names.items()
+        if any(wanted < gpu_name_tokens(s) for s in spellings)
+    ]
+
+
 def find_gpu(
     gpus: Mapping[str, GpuSpec], name: str, *, source: str = "<catalog>", path: str = "gpu"
 ) -> GpuSpec:
-    """Looks up a GPU model by name, ignoring case.
+    """Looks up a GPU model by its catalog name, an alias, or any spelling of them.
+
+    Case, separators and vendor words do not matter (see :func:`gpu_name_tokens`), so
+    ``"a100 40gb pcie"``, ``"Tesla T4"`` and ``torch.cuda.get_device_name()`` strings
+    resolve; a partial name resolves when only one model matches it.
 
     Args:
         gpus: GPU models by name, as :func:`load_gpus` returns.
@@ -108,13 +162,21 @@ def find_gpu(
         The GPU record.
 
     Raises:
-        SpecError: No model of that name; the message suggests the closest one.
+        SpecError: No model of that name (the message suggests the closest one), or a
+            partial name that fits several models (the message lists them).
     """
-    if name in gpus:
-        return gpus[name]
-    by_lower = {key.lower(): spec for key, spec in gpus.items()}
-    if name.lower() in by_lower:
-        return by_lower[name.lower()]
+    found = _resolve(gpus, name)
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise SpecError(
+            source,
+            path,
+            "ambiguous GPU model",
+            got=name,
+            allowed=", ".join(spec.name for spec in found),
+            fix="name the variant, e.g. " + found[0].name,
+        )
     raise SpecError(
         source,
         path,
@@ -126,6 +188,12 @@ def find_gpu(
     )
 
 
+def resolve_gpu(gpus: Mapping[str, GpuSpec], name: str) -> GpuSpec | None:
+    """Like :func:`find_gpu`, but None for an unknown or ambiguous name."""
+    found = _resolve(gpus, name)
+    return found[0] if len(found) == 1 else None
+
+
 def _data_file(name: str) -> Path:
     return Path(str(resources.files("tuner") / "data" / name))
 
@@ -135,7 +203,8 @@ def load_gpus(path: str | Path | None = None) -> Mapping[str, GpuSpec]:
 
     Args:
         path: CSV with columns gpu, architecture, memory_gib, mem_bw_gb_s, fp32_tflops,
-            tf32_tflops, fp16_bf16_tflops, source, as_of (tdp_w, notes optional).
+            tf32_tflops, fp16_bf16_tflops, source, as_of (tdp_w, aliases, notes optional;
+            aliases are other names of the model, separated by ";").
             Numbers may be empty where unknown except memory_gib.
 
     Returns:
@@ -164,6 +233,9 @@ def load_gpus(path: str | Path | None = None) -> Mapping[str, GpuSpec]:
             source=r.text("source"),
             as_of=r.day("as_of"),
             notes=r.text("notes", required=False),
+            aliases=tuple(
+                a.strip() for a in r.text("aliases", required=False).split(";") if a.strip()
+            ),
         )
     return MappingProxyType(gpus)
 

@@ -39,16 +39,36 @@ class InstanceOption:
     usd_per_hour_spot: float | None
     gpu_mem_gib: float
     predicted_epoch_s: float
+    note: str = ""
+    vcpus: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class CampaignNeeds:
-    """What the campaign needs: its geometry, start-up, GPUs and memory per trial."""
+    """What the campaign needs: its geometry, start-up, GPUs and memory per trial.
+
+    ``gpus_per_trial`` may be a fraction (trials sharing a GPU); ``mem_gib_per_gpu`` is
+    one trial's memory, so sharing trials need it once each.
+    """
 
     geometry: AshaGeometry
     startup_s: float = 30.0
-    gpus_per_trial: int = 1
+    gpus_per_trial: float = 1.0
     mem_gib_per_gpu: float = 0.0
+    cold_start_s: float = 0.0
+    cpus_per_trial: float = 0.0
+
+    @property
+    def trials_per_gpu(self) -> int:
+        """Trials that share one GPU (1 unless ``gpus_per_trial`` < 1)."""
+        return max(1, math.floor(1.0 / self.gpus_per_trial + 1e-9))
+
+    def slots(self, gpu_count: int, vcpus: int | None = None) -> int:
+        """Trials one machine runs at once: its GPUs, and its vCPUs when known."""
+        slots = math.floor(gpu_count / self.gpus_per_trial + 1e-9)
+        if vcpus is not None and self.cpus_per_trial > 0:
+            slots = min(slots, math.floor(vcpus / self.cpus_per_trial + 1e-9))
+        return slots
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +148,8 @@ class Recommendation:
                     "yes" if p.fits else f"no: {p.reason}",
                     str(p.instances) if p.fits else "-",
                     str(p.workers) if p.fits else "-",
-                    _num(p.wall_h, "{:.2f}"),
-                    _num(p.usd, "{:.2f}"),
+                    _num(p.wall_h, "{:.3g}"),
+                    _usd(p.usd),
                     _yes(p.fits and p.meets_deadline),
                     _yes(p.fits and p.within_budget),
                     "" if not p.fits or p.within_budget else f"{p.trials_bought}/{self.trials}",
@@ -148,10 +168,49 @@ class Recommendation:
 
     def markdown(self) -> str:
         """A Markdown table with a one-line heading."""
-        lines = [f"**{self.headline()}**", "", "| " + " | ".join(TABLE_HEADER) + " |"]
+        lines = [f"**{self.headline()}**", "", *[f"- {f}" for f in self.findings()], ""]
+        lines.append("| " + " | ".join(TABLE_HEADER) + " |")
         lines.append("|" + "---|" * len(TABLE_HEADER))
         lines += ["| " + " | ".join(r) + " |" for r in self.rows()]
         return "\n".join(lines)
+
+    def plan(self, name: str | None) -> OptionPlan | None:
+        """The plan of the option called ``name`` (a pick), or None."""
+        return next((p for p in self.plans if p.option.name == name), None)
+
+    def findings(self) -> list[str]:
+        """The answer in sentences: the two picks, and what the budget buys if too small."""
+        lines = []
+        for label, name in (
+            ("Cheapest within the deadline", self.cheapest_within_deadline),
+            ("Fastest within the budget", self.fastest_within_budget),
+        ):
+            p = self.plan(name)
+            if p is None or p.usd is None or p.wall_h is None:
+                lines.append(f"{label}: none of the options.")
+            else:
+                lines.append(
+                    f"{label}: {name}, {p.instances} machine(s) x {p.option.gpu_count} "
+                    f"{p.option.gpu}, {p.workers} trial(s) at once: ~{p.wall_h:.3g} h, "
+                    f"~${_usd(p.usd)}."
+                )
+        fits = [p for p in self.plans if p.fits]
+        if fits and not any(p.within_budget for p in fits):
+            best = max(fits, key=lambda p: (p.trials_bought, p.trial_epochs_bought))
+            lines.append(
+                f"No option runs the whole campaign within ${self.budget_usd:,.2f}. The "
+                f"most it buys: {best.trials_bought} of {self.trials} trials "
+                f"(~{best.trial_epochs_bought:.0f} trial-epochs) on {best.option.name}."
+            )
+        if fits and self.deadline_h is not None and not any(p.meets_deadline for p in fits):
+            quickest = min(fits, key=lambda p: p.wall_h or math.inf)
+            lines.append(
+                f"No option finishes within {self.deadline_h:g} h; the quickest is "
+                f"{quickest.option.name} at ~{quickest.wall_h or math.inf:.2f} h."
+            )
+        if not fits:
+            lines.append("No option can run this campaign (see the fits column).")
+        return lines
 
     def headline(self) -> str:
         """One line: trials, work, budget, deadline, pricing."""
@@ -163,6 +222,8 @@ class Recommendation:
         )
 
 
+_FASTEST_TIE = 0.02
+
 TABLE_HEADER = (
     "option", "gpus", "fits", "inst", "workers", "hours", "usd",
     "deadline", "budget", "buys", "pareto", "pick",
@@ -171,6 +232,13 @@ TABLE_HEADER = (
 
 def _num(value: float | None, fmt: str) -> str:
     return "-" if value is None else "inf" if math.isinf(value) else fmt.format(value)
+
+
+def _usd(value: float | None) -> str:
+    """Cents for a campaign that costs dollars; 3 digits for one that costs less."""
+    if value is None or not math.isfinite(value) or value >= 1:
+        return _num(value, "{:.2f}")
+    return f"{value:.3g}"
 
 
 def _yes(flag: bool) -> str:
@@ -188,10 +256,15 @@ def _finite(value: Any) -> Any:
 
 
 def _misfit(option: InstanceOption, needs: CampaignNeeds, spot: bool) -> str:
+    if not math.isfinite(option.predicted_epoch_s):
+        return option.note or "no prediction for this GPU"
     if option.gpu_count < needs.gpus_per_trial:
-        return f"{option.gpu_count} GPUs < {needs.gpus_per_trial} per trial"
-    if needs.mem_gib_per_gpu > option.gpu_mem_gib:
-        return f"needs {needs.mem_gib_per_gpu:g} GiB > {option.gpu_mem_gib:g} GiB"
+        return f"{option.gpu_count} GPUs < {needs.gpus_per_trial:g} per trial"
+    if needs.slots(option.gpu_count, option.vcpus) < 1:
+        return f"{option.vcpus} vCPUs < {needs.cpus_per_trial:g} per trial"
+    mem = needs.mem_gib_per_gpu * needs.trials_per_gpu
+    if mem > option.gpu_mem_gib:
+        return f"needs {mem:.3g} GiB > {option.gpu_mem_gib:g} GiB"
     if spot and option.usd_per_hour_spot is None:
         return "no spot price"
     return ""
@@ -201,17 +274,19 @@ class _Pricer:
     """Prices one option at a machine count, caching the simulated work."""
 
     def __init__(self, option: InstanceOption, needs: CampaignNeeds, spot: SpotRisk | None,
-                 use_spot: bool, runs: int) -> None:  # fmt: skip
+                 use_spot: bool, runs: int, provision_s: float) -> None:  # fmt: skip
         self.option, self.needs, self.risk, self.use_spot, self.runs = (
             option, needs, spot, use_spot, runs,
         )  # fmt: skip
-        self.slots = option.gpu_count // needs.gpus_per_trial
+        self.provision_s = provision_s
+        self.slots = needs.slots(option.gpu_count, option.vcpus)
 
     def work(self, instances: int, trials: int) -> WorkEstimate:
         return estimate_work(
             self.needs.geometry.with_trials(trials),
             epoch_s=self.option.predicted_epoch_s,
             startup_s=self.needs.startup_s,
+            cold_start_s=self.needs.cold_start_s,
             workers=instances * self.slots,
             runs=self.runs,
         )
@@ -224,6 +299,7 @@ class _Pricer:
             usd_per_hour_ondemand=self.option.usd_per_hour_ondemand,
             usd_per_hour_spot=self.option.usd_per_hour_spot,
             spot=self.risk,
+            provision_s=self.provision_s,
         )
         if self.use_spot and cost.usd_spot is not None:
             return cost.spot_wall_s / 3600.0, cost.usd_spot
@@ -294,6 +370,7 @@ def recommend(
     spot_risk: SpotRisk | None = None,
     max_instances: int = 8,
     runs: int = 200,
+    provision_s: float = 0.0,
 ) -> Recommendation:
     """Plans the campaign on every option and picks the cheapest and the fastest.
 
@@ -306,10 +383,12 @@ def recommend(
         spot_risk: Preemption model for spot.
         max_instances: Most machines of one type to rent to meet the deadline.
         runs: Simulated ASHA runs per estimate.
+        provision_s: Billed seconds per machine before its first trial (boot, setup).
 
     Returns:
         One plan per option (input order), the Pareto front flagged, and the picks:
-        cheapest done by the deadline, fastest within the budget.
+        cheapest done by the deadline, fastest within the budget (options within 2% of
+        the fastest time count as equally fast; the cheaper of them is picked).
 
     Raises:
         ValueError: The budget, deadline or instance cap is out of range.
@@ -325,13 +404,20 @@ def recommend(
         if reason:
             plans.append(OptionPlan(option=option, fits=False, reason=reason))
         else:
-            pricer = _Pricer(option, needs, spot_risk, spot, runs)
+            pricer = _Pricer(option, needs, spot_risk, spot, runs, provision_s)
             plans.append(_plan(pricer, budget_usd, deadline_h, max_instances))
     plans = _pareto(plans)
     on_time = [p for p in plans if p.fits and p.meets_deadline]
     affordable = [p for p in plans if p.fits and p.within_budget]
     cheapest = min(on_time, key=lambda p: (p.usd, p.wall_h), default=None)
     fastest = min(affordable, key=lambda p: (p.wall_h, p.usd), default=None)
+    if fastest is not None and fastest.wall_h is not None:
+        # Within 2% of the fastest is a tie (provisioning, a cold start): take the cheaper.
+        limit = fastest.wall_h * (1 + _FASTEST_TIE)
+        fastest = min(
+            (p for p in affordable if p.wall_h is not None and p.wall_h <= limit),
+            key=lambda p: (p.usd, p.wall_h),
+        )
     reference = estimate_work(needs.geometry, epoch_s=1.0, runs=runs)
     return Recommendation(
         trials=needs.geometry.trials,

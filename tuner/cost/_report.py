@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+from collections.abc import Sequence
 
 from tuner.cost._recommend import TABLE_HEADER, OptionPlan, Recommendation
 
@@ -75,29 +76,30 @@ def _table_html(rec: Recommendation) -> str:
     return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_html(rec: Recommendation, *, title: str = "Instance recommendation") -> str:
-    """A self-contained HTML page: summary, picks, table and an embedded PNG plot.
+def render_html(
+    rec: Recommendation, *, title: str = "Instance recommendation", notes: Sequence[str] = ()
+) -> str:
+    """A self-contained HTML page: summary, picks, an embedded PNG plot and the table.
 
     Args:
         rec: The recommendation to render.
         title: Page title.
+        notes: Paragraphs to add under the findings (e.g. where the profile came from).
 
     Returns:
         The HTML text; the plot is inlined as a base64 ``data:`` URI.
     """
     png = base64.b64encode(plot_png(rec)).decode("ascii")
-    picks = (
-        f"<li>Cheapest within the deadline: {html.escape(str(rec.cheapest_within_deadline))}"
-        f"</li><li>Fastest within the budget: {html.escape(str(rec.fastest_within_budget))}"
-        "</li>"
-    )
+    findings = "".join(f"<li>{html.escape(line)}</li>" for line in rec.findings())
+    extra = "".join(f"<p>{html.escape(line)}</p>" for line in notes)
     return (
         "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>"
         "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1><p>{html.escape(rec.headline())}</p><ul>{picks}</ul>"
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(rec.headline())}</p>"
+        f"<ul>{findings}</ul>{extra}"
+        f'<p><img id="cost-vs-time" src="data:image/png;base64,{png}" alt="cost vs time"></p>'
         f"{_table_html(rec)}"
-        f'<p><img src="data:image/png;base64,{png}" alt="cost vs time"></p>'
         "</body></html>\n"
     )

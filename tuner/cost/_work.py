@@ -97,6 +97,8 @@ class WorkEstimate:
         workers: Trials run at once.
         epoch_s: Mean seconds per trial-epoch.
         startup_s: Seconds a trial spends starting before its first epoch.
+        cold_start_s: Extra seconds the first trial of each worker pays (a fresh process
+            imports torch and the trainable; later trials reuse it).
         trials: Trials still to run (all of them before the campaign starts).
         trial_epochs: Expected trial-epochs.
         trial_epochs_sd: Standard deviation of trial-epochs across simulated runs.
@@ -115,11 +117,16 @@ class WorkEstimate:
     wall_s: float
     reach: tuple[float, ...] = ()
     prefix_epochs: tuple[float, ...] = ()
+    cold_start_s: float = 0.0
 
     @property
     def trial_s(self) -> float:
-        """Trial-seconds: ``epoch_s * trial_epochs + startup_s * trials``."""
-        return self.epoch_s * self.trial_epochs + self.startup_s * self.trials
+        """Trial-seconds: epochs, each trial's start-up, and each worker's cold start."""
+        return (
+            self.epoch_s * self.trial_epochs
+            + self.startup_s * self.trials
+            + self.cold_start_s * min(self.workers, self.trials)
+        )
 
     def gpu_h(self, gpus_per_trial: float) -> float:
         """GPU-hours when every trial holds ``gpus_per_trial`` GPUs."""
@@ -139,6 +146,7 @@ def _simulate(
     geometry: AshaGeometry,
     workers: int,
     startup_epochs: float,
+    cold_epochs: float,
     speed_sd: float,
     drift: float,
     rng: random.Random,
@@ -157,7 +165,7 @@ def _simulate(
     events: list[tuple[float, int]] = []  # (time the trial finishes its next epoch, trial)
     started, now = 0, 0.0
     while started < min(workers, n):
-        heapq.heappush(events, (startup_epochs + speed[started], started))
+        heapq.heappush(events, (cold_epochs + startup_epochs + speed[started], started))
         started += 1
     while events:
         now, i = heapq.heappop(events)
@@ -180,6 +188,7 @@ def estimate_work(
     *,
     epoch_s: float,
     startup_s: float = 0.0,
+    cold_start_s: float = 0.0,
     workers: int = 1,
     runs: int = 300,
     seed: int = 0,
@@ -191,7 +200,8 @@ def estimate_work(
     Args:
         geometry: Trials, max epochs, grace period, reduction factor.
         epoch_s: Mean seconds per trial-epoch on the target hardware.
-        startup_s: Seconds per trial before its first epoch (worker start, data load).
+        startup_s: Seconds per trial before its first epoch (data load, model set-up).
+        cold_start_s: Extra seconds for each worker's first trial (process start, imports).
         workers: Trials run at once (``>= 1``; capped at ``geometry.trials``).
         runs: Seeded simulated runs to average.
         seed: Seed of the first run; the estimate is deterministic given it.
@@ -206,10 +216,11 @@ def estimate_work(
     Raises:
         ValueError: A count or duration is out of range.
     """
-    if epoch_s <= 0 or startup_s < 0 or workers < 1 or runs < 1:
+    if epoch_s <= 0 or min(startup_s, cold_start_s) < 0 or workers < 1 or runs < 1:
         raise ValueError(
-            "`epoch_s > 0`, `startup_s >= 0`, `workers >= 1` and `runs >= 1` must hold, but "
-            f"got ({epoch_s=}, {startup_s=}, {workers=}, {runs=})."
+            "`epoch_s > 0`, `startup_s >= 0`, `cold_start_s >= 0`, `workers >= 1` and "
+            f"`runs >= 1` must hold, but got ({epoch_s=}, {startup_s=}, {cold_start_s=}, "
+            f"{workers=}, {runs=})."
         )
     n = geometry.trials
     totals: list[float] = []
@@ -220,7 +231,13 @@ def estimate_work(
     for k in range(runs):
         rng = random.Random(seed * 1_000_003 + k)
         per_trial, makespan = _simulate(
-            geometry, workers, startup_s / epoch_s, speed_sd, sampler_drift, rng
+            geometry,
+            workers,
+            startup_s / epoch_s,
+            cold_start_s / epoch_s,
+            speed_sd,
+            sampler_drift,
+            rng,
         )
         totals.append(float(sum(per_trial)))
         makespans.append(makespan)
@@ -241,6 +258,7 @@ def estimate_work(
         wall_s=statistics.fmean(makespans) * epoch_s,
         reach=tuple(reach),
         prefix_epochs=tuple(prefix),
+        cold_start_s=cold_start_s,
     )
 
 
@@ -362,6 +380,7 @@ def price_work(
     usd_per_hour_ondemand: float,
     usd_per_hour_spot: float | None = None,
     spot: SpotRisk | None = None,
+    provision_s: float = 0.0,
 ) -> CampaignCost:
     """Dollars and hours of ``work`` on ``instances`` machines billed by the hour.
 
@@ -376,6 +395,8 @@ def price_work(
         usd_per_hour_ondemand: On-demand price per machine-hour.
         usd_per_hour_spot: Spot price per machine-hour, if offered.
         spot: Preemption model (default :class:`SpotRisk`).
+        provision_s: Seconds a machine is billed before it can run a trial (boot, the
+            cluster's setup commands); added to the wall time and to every machine's bill.
 
     Returns:
         Hours and dollars both ways.
@@ -384,14 +405,17 @@ def price_work(
         raise ValueError(f"`instances >= 1` must hold, but got {instances=}.")
     risk = spot or SpotRisk()
     overhead = risk.overhead(work.epoch_s)
-    spot_wall_s = work.wall_s / (1.0 - overhead) if overhead < 1.0 else math.inf
-    instance_h = instances * work.wall_s / 3600.0
+    if provision_s < 0:
+        raise ValueError(f"`provision_s >= 0` must hold, but got {provision_s=}.")
+    wall_s = work.wall_s + provision_s
+    spot_wall_s = wall_s / (1.0 - overhead) if overhead < 1.0 else math.inf
+    instance_h = instances * wall_s / 3600.0
     usd_spot = None
     if usd_per_hour_spot is not None:
         usd_spot = instances * spot_wall_s / 3600.0 * usd_per_hour_spot
     return CampaignCost(
         instances=instances,
-        wall_s=work.wall_s,
+        wall_s=wall_s,
         instance_h=instance_h,
         gpu_h=work.gpu_h(gpus_per_trial),
         usd_ondemand=instance_h * usd_per_hour_ondemand,

@@ -79,9 +79,9 @@ def test_spec_ratio_baseline() -> None:
 
 def test_unknown_gpu_suggests() -> None:
     with pytest.raises(
-        SpecError, match=r"to_gpu: unknown GPU model \(got 'H100-SXM'.*Did you mean 'H100-SXM5'"
+        SpecError, match=r"to_gpu: unknown GPU model \(got 'H100-SXM6'.*Did you mean 'H100-SXM5'"
     ):
-        predict_throughput(100, "A100-SXM4-40GB", "H100-SXM", "amp")
+        predict_throughput(100, "A100-SXM4-40GB", "H100-SXM6", "amp")
 
 
 def test_bad_inputs() -> None:

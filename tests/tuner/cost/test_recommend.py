@@ -117,6 +117,7 @@ def test_outputs_json_table_markdown_html() -> None:
         assert option.name in table
         assert f"| {option.name} |" in markdown
     page = render_html(rec)
-    assert '<img src="data:image/png;base64,' in page
+    assert '<img id="cost-vs-time" src="data:image/png;base64,' in page
+    assert "Cheapest within the deadline: slow-cheap" in page
     for option in OPTIONS:
         assert f"<td>{option.name}</td>" in page
