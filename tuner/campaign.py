@@ -27,6 +27,15 @@ from tuner._progress import ProgressCallback
 from tuner._scheduler import PersistentASHA, PersistentFIFO
 from tuner._snapshot import SnapshotGuard, repair_snapshot
 from tuner._trial import TRAINABLE_KEY, run_trial
+from tuner.cost import AshaGeometry, Profile, profile_from_run
+from tuner.cost._reality import (
+    PREDICTION_FILE,
+    actual_cost,
+    compare,
+    format_comparison,
+    predict_cost,
+    read_prediction,
+)
 from tuner.errors import TunerError
 from tuner.space import DefineByRun, make_sampler
 from tuner.spec import CampaignSpec, Mode, SchedulerType, load_campaign
@@ -249,6 +258,8 @@ def run_campaign(
     *,
     stream: TextIO | None = None,
     code_dirs: list[str] | None = None,
+    profile: Profile | None = None,
+    usd_per_gpu_hour: float = 0.0,
 ) -> CampaignResult:
     """Runs a new campaign into ``run_dir`` (which must not exist yet).
 
@@ -258,6 +269,9 @@ def run_campaign(
         options: Where Ray runs; default an embedded local Ray.
         stream: Where progress goes (default stdout).
         code_dirs: Folders the trainable was imported from (recorded for resume).
+        profile: A profile of the trainable; with it the prediction written at the start
+            (prediction.json) covers trial-seconds, GPU-hours and dollars, not only work.
+        usd_per_gpu_hour: What a GPU-hour costs here (0 for a local run).
 
     Returns:
         The run folder and its summary.
@@ -272,7 +286,21 @@ def run_campaign(
     try:
         run_dir.mkdir(parents=True)
         rundir.write_yaml(run_dir / rundir.CAMPAIGN_FILE, spec.to_dict())
-        rundir.write_json(run_dir / rundir.RUN_FILE, {"code_dirs": list(code_dirs or [])})
+        rundir.write_json(
+            run_dir / rundir.RUN_FILE,
+            {"code_dirs": list(code_dirs or []), "usd_per_gpu_hour": usd_per_gpu_hour},
+        )
+        workers = max_concurrent_trials(spec, ray.cluster_resources())
+        rundir.write_json(
+            run_dir / PREDICTION_FILE,
+            predict_cost(
+                AshaGeometry.from_spec(spec),
+                workers=workers,
+                gpus_per_trial=_gpus_per_trial(spec),
+                usd_per_gpu_hour=usd_per_gpu_hour,
+                profile=profile,
+            ),
+        )
         tuner = _build_tuner(spec, run_dir, stream)
         return _fit_and_summarize(spec, run_dir, tuner, stream)
     finally:
@@ -321,9 +349,21 @@ def _fit_and_summarize(
     grid = tuner.fit()
     wall_s = time.monotonic() - start
     summary = write_summary(spec, run_dir, wall_s=wall_s, tune_trials=len(grid))
-    write_profile(spec, run_dir)
+    run_profile = write_profile(spec, run_dir)
+    prediction = read_prediction(run_dir)
     out = stream or sys.stdout
     print(f"\n{format_table(summary)}\n", file=out)
+    if prediction is not None and run_profile is not None:
+        run_info = json.loads((run_dir / rundir.RUN_FILE).read_text())
+        actual = actual_cost(
+            run_profile,
+            gpus_per_trial=_gpus_per_trial(spec),
+            usd_per_gpu_hour=float(run_info.get("usd_per_gpu_hour", 0.0)),
+            wall_s=wall_s,
+        )
+        summary["cost"] = compare(prediction, actual)
+        rundir.write_json(run_dir / rundir.SUMMARY_FILE, summary)
+        print(f"{format_comparison(summary['cost'])}\n", file=out)
     best = summary["best"]
     if best is not None:
         print(
@@ -377,15 +417,18 @@ def write_summary(
     return summary
 
 
-def write_profile(spec: CampaignSpec, run_dir: Path) -> None:
+def write_profile(spec: CampaignSpec, run_dir: Path) -> Profile | None:
     """Writes profile.json: what the campaign's real trials measured (see tuner.cost)."""
-    from tuner.cost import profile_from_run
-
     try:
         profile = profile_from_run(run_dir, campaign=spec.name, trainable=spec.trainable)
     except TunerError:
-        return  # no trial reported an epoch: nothing measured
+        return None  # no trial reported an epoch: nothing measured
     profile.write(run_dir / rundir.PROFILE_FILE)
+    return profile
+
+
+def _gpus_per_trial(spec: CampaignSpec) -> float:
+    return spec.resources.gpu * spec.resources.workers
 
 
 def _trial_config(run_dir: Path, tune_id: str) -> dict[str, Any] | None:

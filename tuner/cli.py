@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,6 +70,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--name", help="campaign name (and run folder name)")
     run.add_argument(
         "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
+    )
+    run.add_argument(
+        "--profile",
+        type=Path,
+        help="profile (tuner profile, or a run folder) to predict time and money at start",
+    )
+    run.add_argument(
+        "--usd-per-gpu-hour",
+        type=float,
+        default=0.0,
+        help="price of a GPU-hour here, for predicted vs actual dollars (0)",
     )
     _ray_args(run)
     run.set_defaults(handler=_cmd_run)
@@ -160,7 +172,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # Heavy imports (ray, torch) only once the input is known to be good.
     from tuner.campaign import run_campaign
 
-    run_campaign(spec, run_dir, ray_options(args), code_dirs=code_dirs)
+    profile = None
+    if args.profile is not None:
+        from tuner.cost import load_profile
+
+        profile = load_profile(args.profile)
+        if profile.trainable != spec.trainable:
+            print(
+                f"warning: {args.profile} profiles {profile.trainable!r}, but the campaign "
+                f"trains {spec.trainable!r}: predicted times will be off",
+                file=sys.stderr,
+            )
+    if not (args.usd_per_gpu_hour >= 0 and math.isfinite(args.usd_per_gpu_hour)):
+        raise SpecError("<cli>", "--usd-per-gpu-hour", "must be >= 0", got=args.usd_per_gpu_hour)
+    run_campaign(
+        spec,
+        run_dir,
+        ray_options(args),
+        code_dirs=code_dirs,
+        profile=profile,
+        usd_per_gpu_hour=args.usd_per_gpu_hour,
+    )
     return 0
 
 
@@ -197,6 +229,13 @@ def _cmd_show(args: argparse.Namespace) -> int:
     states = ", ".join(f"{n} {s}" for s, n in summary["states"].items()) or "none"
     print(f"{spec.name}: {summary['trials']} trials ({states})")
     print(format_table(summary, limit=args.top))
+    written = args.run_dir / "summary.json"
+    if written.is_file():
+        cost = json.loads(written.read_text()).get("cost")
+        if cost:
+            from tuner.cost._reality import format_comparison
+
+            print(f"\n{format_comparison(cost)}")
     return 0
 
 
