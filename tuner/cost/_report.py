@@ -24,8 +24,18 @@ def _priced(rec: Recommendation) -> list[tuple[OptionPlan, float, float]]:
     ]
 
 
+def _label(plan: OptionPlan) -> str:
+    """``cloud instance_type``: short enough to sit next to a point."""
+    return f"{plan.option.cloud} {plan.option.name.rsplit('/', 1)[-1]}"
+
+
 def plot_png(rec: Recommendation) -> bytes:
-    """Cost vs wall time of every option that fits, Pareto front and picks labelled.
+    """Cost vs wall time of every option that fits: Pareto front, picks, budget, deadline.
+
+    Points off the Pareto front are grey and unlabelled; the front is orange with names;
+    the picks are stars. Both axes go logarithmic when the options span a factor of 10.
+    The budget and deadline are drawn as lines when they are near the points, and named
+    in the title when every option is far inside them.
 
     Args:
         rec: The recommendation to draw.
@@ -39,27 +49,50 @@ def plot_png(rec: Recommendation) -> bytes:
     import matplotlib.pyplot as plt
 
     points = _priced(rec)
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
     try:
-        ax.scatter([h for _, h, _ in points], [u for _, _, u in points], color="tab:blue")
-        for plan, hours, usd in points:
-            label = plan.option.name
-            if plan.option.name == rec.cheapest_within_deadline:
-                label += " (cheapest)"
-            if plan.option.name == rec.fastest_within_budget:
-                label += " (fastest)"
-            ax.annotate(label, (hours, usd), textcoords="offset points", xytext=(5, 5))
-        front = sorted((h, u) for p, h, u in points if p.pareto)
+        hours = [h for _, h, _ in points]
+        costs = [u for _, _, u in points]
+        others = [(h, u) for p, h, u in points if not p.pareto]
+        ax.scatter([h for h, _ in others], [u for _, u in others], color="0.6", s=18,
+                   label="other options")  # fmt: skip
+        front = sorted((h, u, p) for p, h, u in points if p.pareto)
         if front:
-            ax.plot([h for h, _ in front], [u for _, u in front], color="tab:orange",
-                    drawstyle="steps-post", label="Pareto front")  # fmt: skip
-        ax.axhline(rec.budget_usd, color="tab:red", linestyle="--", label="budget")
-        if rec.deadline_h is not None:
-            ax.axvline(rec.deadline_h, color="tab:green", linestyle="--", label="deadline")
+            ax.plot([h for h, _, _ in front], [u for _, u, _ in front], color="tab:orange",
+                    marker="o", drawstyle="steps-post", label="Pareto front")  # fmt: skip
+            for h, u, p in front:
+                ax.annotate(_label(p), (h, u), textcoords="offset points", xytext=(6, 4),
+                            fontsize=8)  # fmt: skip
+        for name, marker, colour, text in (
+            (rec.cheapest_within_deadline, "*", "tab:green", "cheapest within deadline"),
+            (rec.fastest_within_budget, "P", "tab:purple", "fastest within budget"),
+        ):
+            pick = rec.plan(name)
+            if pick is not None and pick.wall_h is not None and pick.usd is not None:
+                ax.scatter([pick.wall_h], [pick.usd], marker=marker, s=220, color=colour,
+                           zorder=5, label=f"{text}: {_label(pick)}")  # fmt: skip
+        notes = []
+        if costs:
+            if max(hours) / min(hours) > 10:
+                ax.set_xscale("log")
+            if max(costs) / min(costs) > 10:
+                ax.set_yscale("log")
+            if rec.budget_usd <= 3 * max(costs):
+                ax.axhline(rec.budget_usd, color="tab:red", linestyle="--", label="budget")
+            else:
+                notes.append(f"budget ${rec.budget_usd:,.0f} is above every option")
+            if rec.deadline_h is not None:
+                if rec.deadline_h <= 3 * max(hours):
+                    ax.axvline(rec.deadline_h, color="tab:red", linestyle=":",
+                               label="deadline")  # fmt: skip
+                else:
+                    notes.append(f"deadline {rec.deadline_h:g} h is beyond every option")
         ax.set_xlabel("campaign wall time (h)")
         ax.set_ylabel("campaign cost (USD)")
-        ax.set_title("Cost vs time per instance option")
-        ax.legend(loc="best")
+        title = "Cost vs time per instance option"
+        ax.set_title(title + (f"\n({'; '.join(notes)})" if notes else ""), fontsize=11)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(loc="best", fontsize=8)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", bbox_inches="tight")
     finally:

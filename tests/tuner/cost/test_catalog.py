@@ -156,3 +156,58 @@ def test_user_file_overrides_and_adds(tmp_path: Path) -> None:
     p4d = [i for i in merged.instances if i.instance_type == "p4d.24xlarge"]
     assert [i.ondemand_usd_per_hour for i in p4d] == [20.0]
     assert merged.instances[-1].key == ("rented", "home", "box")
+
+
+ALIAS_GPUS = (
+    GPU_HEADER.rstrip("\n")
+    + ",aliases\n"
+    # two memory variants of one model: "X100" alone is ambiguous
+    + "X100-SXM4-40GB,ampere,40,1500,20,150,300,test,2026-01-01,\n"
+    + "X100-PCIE-80GB,ampere,80,1900,20,150,300,test,2026-01-01,\n"
+    # a driver name that shares no words with the catalog name, via an alias
+    + "Y200-SXM,hopper,141,4800,67,495,989,test,2026-01-01,Y200 141GB HBM3e;NVIDIA Y-two\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("X100-SXM4-40GB", "X100-SXM4-40GB"),  # the catalog name itself
+        ("x100 40gb sxm4", "X100-SXM4-40GB"),  # words in another order, other case
+        ("NVIDIA X100-PCIE-80GB", "X100-PCIE-80GB"),  # torch.cuda.get_device_name()
+        ("Tesla X100 PCIe 80GB", "X100-PCIE-80GB"),  # vendor words dropped
+        ("X100 80GB PCIe Gen4", "X100-PCIE-80GB"),  # more words than the catalog's
+        ("NVIDIA Y-two", "Y200-SXM"),  # an alias
+        ("Y200 141GB HBM3e", "Y200-SXM"),  # another alias
+        ("Y200", "Y200-SXM"),  # fewer words, one model fits
+    ],
+)
+def test_gpu_names_resolve_by_their_words(tmp_path: Path, name: str, expected: str) -> None:
+    from tuner.cost import find_gpu
+
+    gpus = load_gpus(write(tmp_path, "gpus.csv", ALIAS_GPUS))
+    assert find_gpu(gpus, name).name == expected
+
+
+def test_partial_gpu_name_fitting_two_models_is_ambiguous(tmp_path: Path) -> None:
+    from tuner.cost import find_gpu
+
+    gpus = load_gpus(write(tmp_path, "gpus.csv", ALIAS_GPUS))
+    with pytest.raises(
+        SpecError,
+        match=r"gpu: ambiguous GPU model \(got 'X100'; allowed X100-SXM4-40GB, X100-PCIE-80GB\)"
+        r"\n  To fix: name the variant",
+    ):
+        find_gpu(gpus, "X100")
+    assert gpus["Y200-SXM"].aliases == ("Y200 141GB HBM3e", "NVIDIA Y-two")
+
+
+def test_calibration_file_gpu_names_all_resolve() -> None:
+    # Every GPU the shipped calibration measurements name is in the shipped catalog.
+    from tuner.cost import find_gpu
+    from tuner.cost._calibrate import load_measurements
+
+    gpus = load_gpus()
+    names = {m.gpu for m in load_measurements()}
+    assert len(names) == 12
+    assert {find_gpu(gpus, n).name for n in names} >= {"Quadro-RTX-8000", "RTX-6000-Ada"}
