@@ -35,7 +35,8 @@ def test_recommend_writes_reports_and_a_valid_cluster(tmp_path: Path, profile_fi
     out = tmp_path / "rec"
     cluster = tmp_path / "pick.yaml"
     args = ["recommend", "--campaign", str(DEFAULT), "--budget", "20", "--deadline", "2h",
-            "--profile", str(profile_file), "--out", str(out), "--emit-cluster", str(cluster)]  # fmt: skip
+            "--profile", str(profile_file), "--out", str(out),
+            "--emit-cluster", str(cluster)]  # fmt: skip
     proc = run_cli(args, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "Cheapest within the deadline:" in proc.stdout
