@@ -155,6 +155,7 @@ def advise(
     spot_risk: SpotRisk | None = None,
     runs: int = 200,
     provision_s: float = 0.0,
+    calibration: Calibration | None = None,
 ) -> Advice:
     """Ranks the catalog's instances for a campaign measured by ``profile``.
 
@@ -174,6 +175,7 @@ def advise(
         spot_risk: Preemption model for spot.
         runs: Simulated ASHA runs per estimate.
         provision_s: Billed seconds per machine before its first trial (boot, setup).
+        calibration: Prediction efficiencies (default: shipped).
 
     Raises:
         SpecError: ``clouds`` leaves no instance.
@@ -181,7 +183,9 @@ def advise(
     needs = campaign_needs(
         geometry, profile, gpus_per_trial=gpus_per_trial, cpus_per_trial=cpus_per_trial
     )
-    options, mem = instance_options(catalog, profile, needs, precision=precision, clouds=clouds)
+    options, mem = instance_options(
+        catalog, profile, needs, precision=precision, clouds=clouds, calibration=calibration
+    )
     if not options:
         known = sorted({i.cloud for i in catalog.instances})
         raise SpecError(

@@ -1,8 +1,13 @@
-"""Fits the prediction efficiencies on measured cross-GPU throughput (scipy, offline only)."""
+"""Fits the prediction efficiencies on measured cross-GPU throughput (scipy, offline only).
+
+The fitted file (tuner/data/calibration.json) ships with the package; fitting happens only
+in bench/predict_error.py --write and in tests.
+"""
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 from collections import defaultdict
@@ -19,7 +24,9 @@ from tuner.cost._predict import PRECISIONS, Calibration, math_mode, peak_tflops
 __all__ = [
     "WORKLOAD_CLASSES",
     "Measurement",
+    "choose_cross_gpu_discount",
     "fit_calibration",
+    "leave_one_workload_out",
     "load_measurements",
     "regenerate_calibration",
 ]
@@ -109,87 +116,39 @@ def fit_calibration(
     measurements: Sequence[Measurement],
     gpus: Mapping[str, GpuSpec],
     classes: Mapping[str, str] = WORKLOAD_CLASSES,
+    *,
+    choose_discount: bool = True,
 ) -> Calibration:
-    """Least squares on log throughput ratios of GPU pairs measured in the same set.
+    """Least squares on the relative errors of GPU-pair throughput ratios.
 
-    Parameters are log eff_compute per (architecture, math mode), log eff_mem per
-    architecture and log intensity per (workload, precision); a soft-L1 loss keeps odd
-    pairs from dominating, and weak priors fix the overall scale. Class intensities are
-    geometric means of their workloads'; "default" is the mean over all workloads.
+    Model: log seconds per sample of workload w on GPU g at precision p is
+    ``log(I[w,p] / (peak[g,p] * e_c[arch,mode]) + 1 / (bandwidth[g] * e_m[arch]))
+    + delta[g,p]``; every ordered pair of GPUs measured on the same workload contributes
+    ``predicted ratio / observed ratio - 1`` (the percentage error a user sees), squared.
+    Weak priors pin the scale the ratios cannot see (e_c 0.5, e_m 0.7, I 50 FLOP/byte)
+    and pull each GPU's offset ``delta`` to 0; efficiencies cannot exceed the datasheet.
+    Class intensities are geometric means of their workloads'; "default" is the mean over
+    all workloads (what a workload of unknown kind gets).
+
+    Args:
+        measurements: Throughput measurements.
+        gpus: GPU catalog.
+        classes: Workload -> class for the class intensities.
+        choose_discount: Pick ``cross_gpu_discount`` by a leave-one-workload-out on
+            ``measurements`` (ten more fits); 1.0 otherwise.
     """
-    import numpy as np
-    from scipy.optimize import least_squares
-
-    groups = group(measurements, gpus)
-    comp_keys = sorted(
-        {
-            (gpus[g].architecture, math_mode(gpus[g], p))
-            for (_, _, p), by_gpu in groups.items()
-            for g in by_gpu
-        }
-    )
-    mem_keys = sorted({gpus[g].architecture for by_gpu in groups.values() for g in by_gpu})
-    work_keys = sorted({(w, p) for (_, w, p) in groups})
-    n_c, n_m = len(comp_keys), len(mem_keys)
-    ci = {k: i for i, k in enumerate(comp_keys)}
-    mi = {k: n_c + i for i, k in enumerate(mem_keys)}
-    wi = {k: n_c + n_m + i for i, k in enumerate(work_keys)}
-    pairs = []  # (workload idx, comp idx a, peak a, mem idx a, bw a, same for b, log obs)
-    for (_, workload, precision), by_gpu in groups.items():
-        for a, b in combinations(sorted(by_gpu), 2):
-            ga, gb = gpus[a], gpus[b]
-            pairs.append(
-                (
-                    wi[(workload, precision)],
-                    ci[(ga.architecture, math_mode(ga, precision))],
-                    peak_tflops(ga, precision),
-                    mi[ga.architecture],
-                    (ga.mem_bw_gb_s or 0.0) / 1000.0,
-                    ci[(gb.architecture, math_mode(gb, precision))],
-                    peak_tflops(gb, precision),
-                    mi[gb.architecture],
-                    (gb.mem_bw_gb_s or 0.0) / 1000.0,
-                    math.log(by_gpu[b] / by_gpu[a]),
-                )
-            )
-    table = np.array(pairs, dtype=float)
-    idx = table[:, [0, 1, 3, 5, 7]].astype(int)
-    prior = np.concatenate(
-        [
-            np.full(n_c, math.log(_PRIOR_EFF_COMPUTE)),
-            np.full(n_m, math.log(_PRIOR_EFF_MEM)),
-            np.full(len(work_keys), math.log(_PRIOR_INTENSITY)),
-        ]
-    )
-
-    def residuals(x: Any) -> Any:
-        intensity = np.exp(x[idx[:, 0]])
-        # seconds per byte moved, in units where FLOP/s are TFLOP/s and bytes/s TB/s
-        t_a = intensity / (table[:, 2] * np.exp(x[idx[:, 1]])) + 1 / (
-            table[:, 4] * np.exp(x[idx[:, 2]])
-        )
-        t_b = intensity / (table[:, 6] * np.exp(x[idx[:, 3]])) + 1 / (
-            table[:, 8] * np.exp(x[idx[:, 4]])
-        )
-        fit = np.log(t_a / t_b) - table[:, 9]
-        return np.concatenate([fit, _PRIOR_WEIGHT * (x - prior)])
-
-    # Efficiencies cannot exceed the datasheet; a lone GPU of an architecture would
-    # otherwise soak up host overheads as "bandwidth efficiency" far above 1.
-    upper = np.concatenate([np.zeros(n_c + n_m), np.full(len(work_keys), np.inf)])
-    start = np.minimum(prior, upper - 1e-6)
-    result = least_squares(
-        residuals, start, bounds=(np.full(len(prior), -np.inf), upper), loss="soft_l1", f_scale=0.1
-    )
-    x = result.x
+    fit = _fit(group(measurements, gpus), gpus)
     eff_compute: dict[str, dict[str, float]] = defaultdict(dict)
-    for (arch, mode), i in ci.items():
-        eff_compute[arch][mode] = round(float(math.exp(x[i])), 4)
-    eff_mem = {arch: round(float(math.exp(x[i])), 4) for arch, i in mi.items()}
+    for (arch, mode), value in fit.values("c").items():
+        eff_compute[arch][mode] = round(math.exp(value), 4)
+    eff_mem = {arch: round(math.exp(v), 4) for arch, v in fit.values("m").items()}
+    gpu_speed: dict[str, dict[str, float]] = defaultdict(dict)
+    for (gpu, mode), value in fit.values("d").items():
+        gpu_speed[gpu][mode] = round(math.exp(-value), 4)
     per_class: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for (workload, precision), i in wi.items():
-        per_class[classes.get(workload, "default")][precision].append(float(x[i]))
-        per_class["default"][precision].append(float(x[i]))
+    for (workload, precision), value in fit.values("I").items():
+        per_class[classes.get(workload, "default")][precision].append(value)
+        per_class["default"][precision].append(value)
     intensity = {
         name: {p: round(math.exp(sum(v) / len(v)), 2) for p, v in sorted(by_p.items())}
         for name, by_p in sorted(per_class.items())
@@ -198,19 +157,175 @@ def fit_calibration(
         mode: _geomean([m[mode] for m in eff_compute.values() if mode in m]) or _PRIOR_EFF_COMPUTE
         for mode in PRECISIONS
     }
-    fit_rms = float(np.sqrt(np.mean(residuals(x)[: len(pairs)] ** 2)))
-    return Calibration(
+    calibration = Calibration(
         eff_compute=dict(eff_compute),
         eff_mem=eff_mem,
         default_eff_compute=default_c,
         default_eff_mem=_geomean(list(eff_mem.values())) or _PRIOR_EFF_MEM,
         intensity_flop_per_byte=intensity,
+        gpu_speed=dict(gpu_speed),
         meta={
-            "pairs": len(pairs),
-            "fit_rms_log_ratio": round(fit_rms, 4),
-            "workloads": sorted({w for w, _ in work_keys}),
+            "pairs": fit.pairs,
+            "fit_rms_pct_error": round(fit.rms, 4),
+            "workloads": sorted({w for w, _ in fit.keys["I"]}),
         },
     )
+    if choose_discount:
+        calibration = dataclasses.replace(
+            calibration,
+            cross_gpu_discount=choose_cross_gpu_discount(measurements, gpus, classes),
+        )
+    return calibration
+
+
+@dataclass(frozen=True)
+class _Fit:
+    x: Any
+    keys: dict[str, list[Any]]
+    offsets: dict[str, int]
+    pairs: int
+    rms: float
+
+    def values(self, block: str) -> dict[Any, float]:
+        start = self.offsets[block]
+        return {k: float(self.x[start + i]) for i, k in enumerate(self.keys[block])}
+
+
+def _fit(
+    groups: Mapping[tuple[str, str, str], Mapping[str, float]], gpus: Mapping[str, GpuSpec]
+) -> _Fit:
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    def arch_mode(g: str, p: str) -> tuple[str, str]:
+        return gpus[g].architecture, math_mode(gpus[g], p)
+
+    keys: dict[str, list[Any]] = {
+        "c": sorted({arch_mode(g, p) for (_, _, p), by in groups.items() for g in by}),
+        "m": sorted({gpus[g].architecture for by in groups.values() for g in by}),
+        "I": sorted({(w, p) for (_, w, p) in groups}),
+        "d": sorted({(g, math_mode(gpus[g], p)) for (_, _, p), by in groups.items() for g in by}),
+    }
+    priors = {
+        "c": math.log(_PRIOR_EFF_COMPUTE),
+        "m": math.log(_PRIOR_EFF_MEM),
+        "I": math.log(_PRIOR_INTENSITY),
+        "d": 0.0,
+    }
+    offsets, n = {}, 0
+    for block, block_keys in keys.items():
+        offsets[block] = n
+        n += len(block_keys)
+    index = {b: {k: offsets[b] + i for i, k in enumerate(ks)} for b, ks in keys.items()}
+    prior = np.concatenate([np.full(len(keys[b]), priors[b]) for b in keys])
+    # Efficiencies cannot exceed the datasheet; a lone GPU of an architecture would
+    # otherwise soak up host overheads as "bandwidth efficiency" far above 1.
+    upper = np.concatenate([np.full(len(keys[b]), 0.0 if b in "cm" else np.inf) for b in keys])
+    rows: list[tuple[float, ...]] = []
+    by_workload: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for (_, w, p), by_gpu in groups.items():
+        for g, value in by_gpu.items():
+            spec = gpus[g]
+            by_workload[(w, p)].append(len(rows))
+            rows.append(
+                (
+                    index["I"][(w, p)],
+                    index["c"][arch_mode(g, p)],
+                    peak_tflops(spec, p),
+                    index["m"][spec.architecture],
+                    (spec.mem_bw_gb_s or 0.0) / 1000.0,
+                    index["d"][(g, math_mode(spec, p))],
+                    math.log(value),
+                )
+            )
+    table = np.array(rows, dtype=float)
+    idx = table[:, [0, 1, 3, 5]].astype(int)
+    pairs = np.array([ab for rs in by_workload.values() for ab in combinations(rs, 2)])
+
+    def residuals(x: Any) -> Any:
+        # log seconds per sample, in units where FLOP/s are TFLOP/s and bytes/s TB/s
+        log_t = (
+            np.log(
+                np.exp(x[idx[:, 0]]) / (table[:, 2] * np.exp(x[idx[:, 1]]))
+                + 1 / (table[:, 4] * np.exp(x[idx[:, 2]]))
+            )
+            + x[idx[:, 3]]
+        )
+        log_obs = table[:, 6]
+        # log(predicted / observed) of s_b / s_a for each pair (a, b)
+        d = (log_t[pairs[:, 0]] - log_t[pairs[:, 1]]) - (
+            log_obs[pairs[:, 1]] - log_obs[pairs[:, 0]]
+        )
+        return np.concatenate([np.expm1(d), np.expm1(-d), _PRIOR_WEIGHT * (x - prior)])
+
+    start = np.minimum(prior, upper - 1e-6)
+    result = least_squares(residuals, start, bounds=(np.full(n, -np.inf), upper))
+    fit_part = residuals(result.x)[: 2 * len(pairs)]
+    return _Fit(
+        x=result.x,
+        keys=keys,
+        offsets=offsets,
+        pairs=len(pairs),
+        rms=float(np.sqrt(np.mean(fit_part**2))),
+    )
+
+
+_DISCOUNT_GRID = tuple(round(0.01 * k, 2) for k in range(17))  # log discounts 0 .. 0.16
+
+
+def leave_one_workload_out(
+    measurements: Sequence[Measurement],
+    gpus: Mapping[str, GpuSpec],
+    classes: Mapping[str, str] = WORKLOAD_CLASSES,
+    *,
+    use_class: bool = False,
+    choose_discount: bool = False,
+) -> list[tuple[str, str, str, str, float]]:
+    """Predicts every GPU pair of each workload from a fit without that workload.
+
+    Returns:
+        ``(workload, precision, from_gpu, to_gpu, predicted / observed)`` per prediction.
+    """
+    from tuner.cost._predict import predict_throughput
+
+    groups = group(measurements, gpus)
+    out = []
+    for held in sorted({w for _, w, _ in groups}):
+        cal = fit_calibration(
+            [m for m in measurements if m.workload != held],
+            gpus,
+            classes,
+            choose_discount=choose_discount,
+        )
+        cls = classes.get(held, "default") if use_class else "default"
+        cls = cls if cls in cal.intensity_flop_per_byte else "default"
+        for (_, w, precision), by_gpu in sorted(groups.items()):
+            if w != held:
+                continue
+            for src, sps in by_gpu.items():
+                for dst, observed in by_gpu.items():
+                    if src != dst:
+                        pred = predict_throughput(
+                            sps, src, dst, precision, workload_class=cls, gpus=gpus,
+                            calibration=cal,
+                        ).samples_per_s  # fmt: skip
+                        out.append((w, precision, src, dst, pred / observed))
+    return out
+
+
+def choose_cross_gpu_discount(
+    measurements: Sequence[Measurement],
+    gpus: Mapping[str, GpuSpec],
+    classes: Mapping[str, str] = WORKLOAD_CLASSES,
+) -> float:
+    """The discount minimising the p90 percentage error of a leave-one-workload-out."""
+    ratios = [r for *_, r in leave_one_workload_out(measurements, gpus, classes)]
+
+    def p90(log_discount: float) -> float:
+        errors = sorted(abs(r * math.exp(-log_discount) - 1) for r in ratios)
+        return errors[min(len(errors) - 1, int(0.9 * len(errors)))]
+
+    return round(math.exp(-min(_DISCOUNT_GRID, key=lambda c: (p90(c), c))), 4)
 
 
 def _geomean(values: Sequence[float]) -> float | None:

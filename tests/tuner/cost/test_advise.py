@@ -68,7 +68,9 @@ GEOMETRY = AshaGeometry(16, 9, 1, 3)
 
 def _advise(**kwargs: object):  # type: ignore[no-untyped-def]
     kwargs.setdefault("budget_usd", 100.0)
-    return advise("c", GEOMETRY, PROFILE, CATALOG, cpus_per_trial=2, runs=50, **kwargs)  # type: ignore[arg-type]
+    return advise(
+        "c", GEOMETRY, PROFILE, CATALOG, cpus_per_trial=2, runs=50, calibration=FLAT, **kwargs
+    )  # type: ignore[arg-type]
 
 
 def _plan(advice, name: str):  # type: ignore[no-untyped-def]
