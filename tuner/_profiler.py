@@ -22,6 +22,8 @@ from tuner.spec._yaml import load_yaml
 
 __all__ = ["load_config_file", "profile_campaign", "profile_spec"]
 
+_SEED_OFFSET = 1000
+
 
 def load_config_file(path: Path) -> dict[str, Any]:
     """The configuration in a ``best.yaml`` (its ``config:``) or a plain YAML mapping.
@@ -70,7 +72,8 @@ def profile_spec(
     data["name"] = f"{spec.name}-profile"
     data["budget"] = {"trials": trials, "max_epochs": epochs}
     data["scheduler"] = {"type": "fifo"}
-    data["sampler"] = {"type": "random", "seed": spec.sampler.seed or 0}
+    # Drawn apart from the campaign's own first trials: a profile samples the space.
+    data["sampler"] = {"type": "random", "seed": (spec.sampler.seed or 0) + _SEED_OFFSET}
     data["resources"] = {**data["resources"], "max_concurrent": 1}
     data["failure"] = {"max_retries": 0}
     if config is not None:
