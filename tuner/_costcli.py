@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tuner._argtypes import positive_float, positive_int
 from tuner.errors import SpecError, TunerError
 
 __all__ = ["add_profile_command", "add_recommend_command"]
@@ -38,26 +38,6 @@ trainable is measured here first. Reports go to recommendations/<campaign>/.
 """
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
-
-
 def add_profile_command(sub: Any, ray_args: Callable[[argparse.ArgumentParser], None]) -> None:
     """Adds ``tuner profile`` to the CLI's subparsers."""
     parser: argparse.ArgumentParser = sub.add_parser(
@@ -71,8 +51,8 @@ def add_profile_command(sub: Any, ray_args: Callable[[argparse.ArgumentParser], 
     )
     parser.add_argument("campaign", nargs="?", type=Path, help="campaign YAML (default: default)")
     parser.add_argument("--config", type=Path, help="measure this configuration (a best.yaml)")
-    parser.add_argument("--trials", type=_count, default=3, help="trials to measure (3)")
-    parser.add_argument("--epochs", type=_count, default=3, help="epochs per trial (3)")
+    parser.add_argument("--trials", type=positive_int, default=3, help="trials to measure (3)")
+    parser.add_argument("--epochs", type=positive_int, default=3, help="epochs per trial (3)")
     parser.add_argument("--out", type=Path, help="JSON file (default: profiles/<campaign>.json)")
     ray_args(parser)
     parser.set_defaults(handler=_cmd_profile)
@@ -92,7 +72,7 @@ def add_recommend_command(sub: Any, ray_args: Callable[[argparse.ArgumentParser]
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--campaign", type=Path, help="campaign YAML (default: default)")
-    parser.add_argument("--budget", type=_positive_float, required=True, help="USD available")
+    parser.add_argument("--budget", type=positive_float, required=True, help="USD available")
     parser.add_argument("--deadline", help="wall-clock time available (e.g. 90m, 6h)")
     parser.add_argument("--profile", type=Path, help="profile JSON or run folder")
     parser.add_argument("--spot", action="store_true", help="price on spot instances")
@@ -100,12 +80,12 @@ def add_recommend_command(sub: Any, ray_args: Callable[[argparse.ArgumentParser]
     parser.add_argument("--clouds", help="only these clouds, e.g. aws,gcp")
     parser.add_argument(
         "--gpus-per-trial",
-        type=_positive_float,
+        type=positive_float,
         help="GPUs per trial (default: the campaign's resources, 1 if it asks for none)",
     )
     parser.add_argument("--precision", choices=PRECISIONS, help="math to predict for")
     parser.add_argument(
-        "--max-instances", type=_count, default=8, help="most machines of a type (8)"
+        "--max-instances", type=positive_int, default=8, help="most machines of a type (8)"
     )
     parser.add_argument(
         "--provision",

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tuner._argtypes import positive_int, whole_number
 from tuner.errors import SpecError, TunerError
 
 if TYPE_CHECKING:
@@ -30,23 +31,6 @@ examples:
 """
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (public for tests and docs)."""
     parser = argparse.ArgumentParser(
@@ -63,10 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a tuning campaign; results go to runs/<name>/.",
     )
     run.add_argument("campaign", nargs="?", type=Path, help="campaign YAML file")
-    run.add_argument("--trials", type=_positive_int, help="override budget.trials")
-    run.add_argument("--max-epochs", type=_positive_int, help="override budget.max_epochs")
+    run.add_argument("--trials", type=positive_int, help="override budget.trials")
+    run.add_argument("--max-epochs", type=positive_int, help="override budget.max_epochs")
     run.add_argument("--time-limit", help="override budget.time_limit (e.g. 90s, 10m, 2h)")
-    run.add_argument("--seed", type=_int, help="override sampler.seed")
+    run.add_argument("--seed", type=whole_number, help="override sampler.seed")
     run.add_argument("--name", help="campaign name (and run folder name)")
     run.add_argument(
         "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
@@ -97,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = sub.add_parser("show", help="print the top trials of a run folder")
     show.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/digits-cnn")
-    show.add_argument("--top", type=_positive_int, default=10, help="rows to show (10)")
+    show.add_argument("--top", type=positive_int, default=10, help="rows to show (10)")
     show.add_argument("--json", action="store_true", help="print the summary as JSON")
     show.set_defaults(handler=_cmd_show)
 
@@ -116,7 +100,7 @@ def _ray_args(parser: argparse.ArgumentParser) -> None:
         help='Ray cluster to join ("auto", host:port, ray://...); default: RAY_ADDRESS, '
         "else an embedded local Ray",
     )
-    parser.add_argument("--num-cpus", type=_positive_int, help="CPUs of the embedded Ray")
+    parser.add_argument("--num-cpus", type=positive_int, help="CPUs of the embedded Ray")
     parser.add_argument(
         "--num-gpus", type=float, help="GPUs of the embedded Ray (logical GPUs work on CPU)"
     )

@@ -8,18 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tuner.cost import AshaGeometry, Calibration, Catalog, GpuSpec, Instance, Profile, TrialProfile
+from tests.tuner.cost._synthetic import FLAT
+from tuner.cost import AshaGeometry, Catalog, GpuSpec, Instance, Profile, TrialProfile
 from tuner.cost._advise import advise, option_name
 from tuner.errors import SpecError
 
 DAY = date(2026, 12, 1)
-FLAT = Calibration(
-    eff_compute={},
-    eff_mem={},
-    default_eff_compute={"fp32": 1.0, "tf32": 1.0, "amp": 1.0},
-    default_eff_mem=1.0,
-    intensity_flop_per_byte={"default": {"tf32": 100.0, "amp": 100.0}},
-)
 
 
 def gpu(name: str, tflops: float, mem: float) -> GpuSpec:

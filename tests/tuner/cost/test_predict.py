@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import date
 from pathlib import Path
 
 import pytest
 
+from tests.tuner.cost._synthetic import FLAT, GPUS
 from tuner.cost import (
     Calibration,
     GpuSpec,
@@ -19,25 +19,6 @@ from tuner.cost import (
 from tuner.cost._calibrate import fit_calibration, load_measurements
 from tuner.cost._cli import add_predict_command, run_predict
 from tuner.errors import SpecError
-
-
-def gpu(name: str, bw: float, tflops: float) -> GpuSpec:
-    return GpuSpec(name, "ampere", 40, bw, tflops, tflops, tflops, None, "test", date(2026, 1, 1))
-
-
-GPUS = {
-    "BASE": gpu("BASE", bw=1000, tflops=100),
-    "FAST": gpu("FAST", bw=1000, tflops=200),  # 2x compute, same bandwidth
-    "WIDE": gpu("WIDE", bw=3000, tflops=100),  # 3x bandwidth, same compute
-}
-FLAT = Calibration(
-    eff_compute={},
-    eff_mem={},
-    default_eff_compute={"fp32": 1.0, "tf32": 1.0, "amp": 1.0},
-    default_eff_mem=1.0,
-    # ridge point of BASE is 100e12 / 1000e9 = 100 FLOP/byte
-    intensity_flop_per_byte={"default": {"tf32": 100.0}, "compute": {"tf32": 1e9}},
-)
 
 
 def predict(sps: float, src: str, dst: str, **kwargs: object) -> float:

@@ -2,32 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Any
 
 import pytest
 
-from tuner.cost import Calibration, GpuSpec, Profile, TrialProfile
+from tests.tuner.cost._synthetic import FLAT, GPUS
+from tuner.cost import Profile, TrialProfile
 from tuner.cost._transfer import CUDA_CONTEXT_GIB, EAGER_OP_S, estimate_epoch
 from tuner.errors import SpecError
-
-
-def gpu(name: str, bw: float, tflops: float) -> GpuSpec:
-    return GpuSpec(name, "ampere", 40, bw, tflops, tflops, tflops, None, "test", date(2026, 1, 1))
-
-
-GPUS = {
-    "BASE": gpu("BASE", bw=1000, tflops=100),
-    "FAST": gpu("FAST", bw=1000, tflops=200),  # 2x compute, same bandwidth
-    "WIDE": gpu("WIDE", bw=3000, tflops=100),  # 3x bandwidth, same compute
-}
-FLAT = Calibration(
-    eff_compute={},
-    eff_mem={},
-    default_eff_compute={"fp32": 1.0, "tf32": 1.0, "amp": 1.0},
-    default_eff_mem=1.0,
-    intensity_flop_per_byte={"default": {"tf32": 100.0, "amp": 100.0}},
-)
 
 
 def profile(device: str, gpu_name: str | None, **metrics: Any) -> Profile:
