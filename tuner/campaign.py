@@ -286,10 +286,7 @@ def run_campaign(
     try:
         run_dir.mkdir(parents=True)
         rundir.write_yaml(run_dir / rundir.CAMPAIGN_FILE, spec.to_dict())
-        rundir.write_json(
-            run_dir / rundir.RUN_FILE,
-            {"code_dirs": list(code_dirs or []), "usd_per_gpu_hour": usd_per_gpu_hour},
-        )
+        rundir.write_json(run_dir / rundir.RUN_FILE, {"code_dirs": list(code_dirs or [])})
         workers = max_concurrent_trials(spec, ray.cluster_resources())
         rundir.write_json(
             run_dir / PREDICTION_FILE,
@@ -348,22 +345,12 @@ def _fit_and_summarize(
     start = time.monotonic()
     grid = tuner.fit()
     wall_s = time.monotonic() - start
-    summary = write_summary(spec, run_dir, wall_s=wall_s, tune_trials=len(grid))
-    run_profile = write_profile(spec, run_dir)
-    prediction = read_prediction(run_dir)
+    cost = _predicted_vs_actual(spec, run_dir, wall_s)
+    summary = write_summary(spec, run_dir, wall_s=wall_s, tune_trials=len(grid), cost=cost)
     out = stream or sys.stdout
     print(f"\n{format_table(summary)}\n", file=out)
-    if prediction is not None and run_profile is not None:
-        run_info = json.loads((run_dir / rundir.RUN_FILE).read_text())
-        actual = actual_cost(
-            run_profile,
-            gpus_per_trial=_gpus_per_trial(spec),
-            usd_per_gpu_hour=float(run_info.get("usd_per_gpu_hour", 0.0)),
-            wall_s=wall_s,
-        )
-        summary["cost"] = compare(prediction, actual)
-        rundir.write_json(run_dir / rundir.SUMMARY_FILE, summary)
-        print(f"{format_comparison(summary['cost'])}\n", file=out)
+    if cost is not None:
+        print(f"{format_comparison(cost)}\n", file=out)
     best = summary["best"]
     if best is not None:
         print(
@@ -374,10 +361,33 @@ def _fit_and_summarize(
     return CampaignResult(run_dir=run_dir, summary=summary)
 
 
+def _predicted_vs_actual(spec: CampaignSpec, run_dir: Path, wall_s: float) -> dict[str, Any] | None:
+    """Writes profile.json; compares what the trials used with prediction.json."""
+    run_profile = write_profile(spec, run_dir)
+    prediction = read_prediction(run_dir)
+    if prediction is None or run_profile is None:
+        return None
+    actual = actual_cost(
+        run_profile,
+        gpus_per_trial=_gpus_per_trial(spec),
+        usd_per_gpu_hour=float(prediction.get("usd_per_gpu_hour", 0.0)),
+        wall_s=wall_s,
+    )
+    return compare(prediction, actual)
+
+
 def write_summary(
-    spec: CampaignSpec, run_dir: Path, *, wall_s: float | None, tune_trials: int
+    spec: CampaignSpec,
+    run_dir: Path,
+    *,
+    wall_s: float | None,
+    tune_trials: int,
+    cost: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Writes summary.json and best.yaml from the study; returns the summary."""
+    """Writes summary.json and best.yaml from the study; returns the summary.
+
+    ``cost`` (predicted vs actual, see :mod:`tuner.cost._reality`) is added when given.
+    """
     study = open_study(run_dir)
     summary = summarize(
         study,
@@ -398,6 +408,7 @@ def write_summary(
         "tune_trials": tune_trials,
         "wall_s": wall_s,
         **summary,
+        **({"cost": cost} if cost is not None else {}),
     }
     rundir.write_json(run_dir / rundir.SUMMARY_FILE, summary)
     best = summary["best"]

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuner._argtypes import positive_int, whole_number
+from tuner._argtypes import non_negative_float, positive_int, whole_number
 from tuner.errors import SpecError, TunerError
 
 if TYPE_CHECKING:
@@ -62,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--usd-per-gpu-hour",
-        type=float,
+        type=non_negative_float,
         default=0.0,
         help="price of a GPU-hour here, for predicted vs actual dollars (0)",
     )
@@ -167,8 +166,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 f"trains {spec.trainable!r}: predicted times will be off",
                 file=sys.stderr,
             )
-    if not (args.usd_per_gpu_hour >= 0 and math.isfinite(args.usd_per_gpu_hour)):
-        raise SpecError("<cli>", "--usd-per-gpu-hour", "must be >= 0", got=args.usd_per_gpu_hour)
     run_campaign(
         spec,
         run_dir,

@@ -54,6 +54,14 @@ def test_campaign_end_to_end(tmp_path: Path) -> None:
     assert best["config"]["batch_size"] == 64
     assert not any(k.startswith("tuner_") for k in best["config"])
 
+    # The run's own profile, and the work predicted at its start against what it used.
+    profile = json.loads((run_dir / rundir.PROFILE_FILE).read_text())
+    assert len(profile["trials"]) == 8 and profile["summary"]["epoch_s"] > 0
+    prediction = json.loads((run_dir / "prediction.json").read_text())
+    assert 8 <= prediction["trial_epochs"] <= 32 and "trial_s" not in prediction  # no profile
+    assert summary["cost"]["actual"]["trial_epochs"] == summary["epochs_consumed"]
+    assert summary["cost"]["predicted"] == prediction
+
     checkpoints = list(run_dir.glob("trial_*/checkpoint_*/state.pt"))
     assert checkpoints
     # keep: 2 -> never more than two checkpoints per trial

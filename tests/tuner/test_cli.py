@@ -104,5 +104,27 @@ def test_bad_flag_value_is_usage_error_exit_2(tmp_path: Path) -> None:
 
 def test_help_mentions_every_command() -> None:
     text = build_parser().format_help()
-    for command in ("run", "resume", "show"):
+    for command in ("run", "resume", "show", "profile", "recommend", "predict"):
         assert command in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--usd-per-gpu-hour", "-2"], "--usd-per-gpu-hour: expected a number >= 0, got '-2'"),
+        (["--profile", "nope.json"], "nope.json: file: cannot read profile"),
+    ],
+)
+def test_run_cost_flags_are_checked_before_anything_starts(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "run", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "runs").exists()
