@@ -23,7 +23,7 @@ from ray.tune import Callback
 logger = logging.getLogger(__name__)
 
 BACKUP_DIR = ".snapshot"
-# Tune snapshots about once a second (campaign.EXPERIMENT_SNAPSHOT_S); looking twice as
+# Tune snapshots once a second or less often (campaign.snapshot_period_s); looking twice as
 # often keeps the backup at most one snapshot behind without listing the run folder on
 # every controller step.
 CHECK_EVERY_S = 0.5

@@ -1,6 +1,6 @@
 """The campaign-work prediction against a real local campaign: trial-epochs and trial-seconds.
 
-``tuner profile`` measures the trainable (16 random configurations x 6 epochs), then a real
+``tuner profile`` measures the trainable (16 random configurations x 12 epochs), then a real
 64-trial ASHA campaign runs with that profile, so the prediction it writes before its first
 trial (prediction.json: the ASHA work model replayed with the measured epoch, start-up and
 cold-start times) is compared, at the end, with what its trials consumed (Ray's
@@ -18,7 +18,7 @@ every run of this test; val_loss (not a quantized accuracy) keeps ties out of AS
 Why this space and these sizes. Time is measured twice, minutes apart, on a machine whose
 speed drifts: the same single-threaded torch loop, run eight times here, took 2.07-3.28 s
 (CV 17 %). Averaging over a long enough window is what keeps that out of the comparison:
-the profile spans ~10 s of epochs (16 configurations, 5 steady epochs each; with 2 steady
+the profile spans ~20 s of epochs (16 configurations, 11 steady epochs each; with 2 steady
 epochs the same profile, repeated back to back, read 0.237-0.316 s per epoch), and the
 epochs (~0.11 s, batches of 4) are mostly training, not Ray's ~15 ms report and checkpoint.
 The space varies the optimizer and regularization, not the model's size, so an epoch
@@ -66,7 +66,7 @@ CAMPAIGN = {
 def test_predicted_work_and_time_match_a_real_campaign(tmp_path: Path) -> None:
     spec = parse_campaign(CAMPAIGN, "work-prediction.yaml")
     options = RayOptions(num_cpus=2)
-    profile = profile_campaign(spec, trials=16, epochs=6, options=options)
+    profile = profile_campaign(spec, trials=16, epochs=12, options=options)
 
     run_dir = tmp_path / "runs" / spec.name
     result = run_campaign(spec, run_dir, options, profile=profile)
