@@ -38,6 +38,8 @@ RESERVED_KEYS = (
     "tuner_trainable",
     # Data-parallel trials run on Ray Train workers (TrainWorkerSession) when this is > 1.
     "tuner_workers",
+    # Key of the campaign's stop signal in Ray's key-value store (the budget guard).
+    "tuner_stop_key",
 )
 DEVICES = ("auto", "cpu", "cuda")
 OPTIMIZERS = ("adam", "adamw", "sgd")
@@ -166,6 +168,7 @@ class LoopConfig:
     seed: int = 0
     checkpoint_every: int = 1
     device: str = "auto"
+    stop_key: str | None = None
     optimizer: str = "adam"
     lr: float = DEFAULT_LR["adam"]
     momentum: float = 0.9
@@ -220,6 +223,7 @@ class LoopConfig:
             seed=get_int(config, "tuner_seed", 0, low=0),
             checkpoint_every=get_int(config, "tuner_checkpoint_every", 1, low=1),
             device=get_choice(config, "tuner_device", "auto", DEVICES),
+            stop_key=str(config["tuner_stop_key"]) if config.get("tuner_stop_key") else None,
             optimizer=optimizer,
             lr=get_float(config, "lr", DEFAULT_LR[optimizer], low=0.0, low_open=True),
             momentum=get_float(config, "momentum", 0.9, low=0.0, high=1.0, high_open=True),

@@ -322,7 +322,15 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
             stop = plateau.update(epoch, metrics[cfg.plateau_metric])
             if stop is not None:
                 metrics["tuner_stop_reason"] = stop
-            if stop is not None or epoch % cfg.checkpoint_every == 0 or epoch == cfg.max_epochs:
+            # The campaign's budget ran out: checkpoint this epoch and stop. The checkpoint
+            # does not record the stop, so a resume with more budget continues the trial.
+            paused = None if stop is not None else session.stop_requested(cfg.stop_key)
+            if (
+                paused is not None
+                or stop is not None
+                or epoch % cfg.checkpoint_every == 0
+                or (epoch == cfg.max_epochs)
+            ):
                 state = {
                     "format": _STATE_FORMAT,
                     "epoch": epoch,
@@ -336,12 +344,14 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
                     "metrics": metrics,
                 }
                 # Ray copies the directory inside report(), so it may vanish right after.
+                if paused is not None:
+                    metrics = {**metrics, "tuner_stop_reason": paused}
                 with tempfile.TemporaryDirectory() as out:
                     torch.save(state, os.path.join(out, CHECKPOINT_FILE))
                     session.report(metrics, out)
             else:
                 session.report(metrics, None)
-            if stop is not None:
+            if stop is not None or paused is not None:
                 return
 
 

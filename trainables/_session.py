@@ -49,6 +49,27 @@ class Session(Protocol):
         """This worker's rank and the number of data-parallel workers (0, 1 when alone)."""
         ...
 
+    def stop_requested(self, key: str | None) -> str | None:
+        """Why the campaign asks its trials to checkpoint and stop now, or None."""
+        ...
+
+
+# The campaign's budget guard writes a stop reason under a per-campaign key of Ray's
+# cluster-wide key-value store; trials read it after each epoch.
+STOP_NAMESPACE = "tuner"
+
+
+def stop_signal(key: str | None) -> str | None:
+    """The reason the campaign asked its trials to stop (budget exhausted), or None."""
+    if not key:
+        return None
+    from ray.experimental import internal_kv
+
+    if not internal_kv._internal_kv_initialized():  # type: ignore[no-untyped-call]
+        return None
+    value = internal_kv._internal_kv_get(key, namespace=STOP_NAMESPACE)
+    return value.decode() if value else None
+
 
 @contextlib.contextmanager
 def _local_dir(checkpoint: Any) -> Iterator[str | None]:
@@ -94,6 +115,10 @@ class RaySession:
         """A Tune trial trains alone."""
         return 0, 1
 
+    def stop_requested(self, key: str | None) -> str | None:
+        """The campaign's stop signal (see :func:`stop_signal`)."""
+        return stop_signal(key)
+
 
 class TrainWorkerSession(RaySession):
     """The session of one Ray Train worker of a data-parallel trial (``ray.train.*``).
@@ -125,6 +150,10 @@ class TrainWorkerSession(RaySession):
         context: Any = train.get_context()
         return int(context.get_world_rank()), int(context.get_world_size())
 
+    def stop_requested(self, key: str | None) -> str | None:
+        """Never: data-parallel ranks must agree on when to stop, so the driver decides."""
+        return None
+
 
 def default_session(config: dict[str, Any]) -> Session:
     """Ray Train's worker session for data-parallel trials, else Ray Tune's."""
@@ -154,6 +183,9 @@ class LocalSession:
             so running a loop twice on one session resumes it.
         use_gpus: Whether :meth:`gpu_ids` offers the visible CUDA devices.
         cpus: What :meth:`cpu_count` returns (None leaves torch's thread count alone).
+        stop_after: After this many reports :meth:`stop_requested` returns
+            ``stop_reason``, as a campaign's budget guard would (None: never).
+        stop_reason: The reason it returns.
     """
 
     def __init__(
@@ -163,12 +195,16 @@ class LocalSession:
         restore_from: str | os.PathLike[str] | None = None,
         use_gpus: bool = True,
         cpus: int | None = None,
+        stop_after: int | None = None,
+        stop_reason: str = "budget exhausted",
     ) -> None:
         self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="tuner-"))
         self.root.mkdir(parents=True, exist_ok=True)
         self.restore_from = str(restore_from) if restore_from is not None else None
         self.use_gpus = use_gpus
         self.cpus = cpus
+        self.stop_after = stop_after
+        self.stop_reason = stop_reason
         self.reports: list[Report] = []
 
     @property
@@ -211,3 +247,9 @@ class LocalSession:
     def rank_and_world(self) -> tuple[int, int]:
         """A local run trains alone."""
         return 0, 1
+
+    def stop_requested(self, key: str | None) -> str | None:
+        """``stop_reason`` once ``stop_after`` reports were made (a test's budget stop)."""
+        if self.stop_after is not None and len(self.reports) >= self.stop_after:
+            return self.stop_reason
+        return None

@@ -11,6 +11,7 @@ finished in the study are never told twice.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from typing import Any
@@ -20,7 +21,7 @@ from optuna.trial import TrialState
 from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
-from tuner.outcome import Outcome, decide_outcome
+from tuner.outcome import Decision, Outcome, decide_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +53,13 @@ class FidelityOptunaSearch(OptunaSearch):
         max_trials: int | None = None,
         epoch_attr: str = "epoch",
         nest_under: str | None = None,
+        gate_key: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        # The budget guard's key (tuner._guard): it holds new trials back, and names the
+        # reason of trials it stopped. Only the key is pickled with the searcher's state.
+        self._gate_key = gate_key
         # Ray Train trainers take hyperparameters under "train_loop_config".
         self._nest_under = nest_under
         self._max_epochs = max_epochs
@@ -75,6 +80,16 @@ class FidelityOptunaSearch(OptunaSearch):
             and len(self._ot_trials) + self._untracked_trials >= self._max_trials
         ):
             return Searcher.FINISHED  # type: ignore[return-value]  # Tune accepts it
+        if self._gate_key is not None and trial_id not in self._ot_trials:
+            from tuner._guard import GATE_CLOSED, GATE_WAIT, gate_for
+
+            finished = self._completed_trials | self._already_final
+            live = sum(1 for tid in self._ot_trials if tid not in finished)
+            gate = gate_for(self._gate_key, live)
+            if gate == GATE_CLOSED:
+                return Searcher.FINISHED  # type: ignore[return-value]
+            if gate == GATE_WAIT:
+                return None
         config: dict[str, Any] | None = super().suggest(trial_id)
         ot_trial = self._ot_trials.get(trial_id)
         if ot_trial is not None:
@@ -123,6 +138,7 @@ class FidelityOptunaSearch(OptunaSearch):
             max_epochs=self._max_epochs,
             epoch_attr=self._epoch_attr,
         )
+        decision = self._budget_reason(trial_id, decision)
         ot_trial.set_user_attr(STOP_REASON_ATTR, decision.reason)
         ot_trial.set_user_attr(EPOCHS_ATTR, decision.epochs)
         state = _OPTUNA_STATE[decision.outcome]
@@ -130,6 +146,23 @@ class FidelityOptunaSearch(OptunaSearch):
         study: optuna.Study = self._ot_study  # type: ignore[assignment]
         study.tell(ot_trial, values, state=state)
         self._reported.pop(trial_id, None)
+
+    def _budget_reason(self, trial_id: str, decision: Decision) -> Decision:
+        """Names the budget as the reason of trials the guard stopped (or never started)."""
+        from tuner._guard import guard_for
+
+        guard = guard_for(self._gate_key)
+        if guard is None or guard.exhausted is None or decision.outcome is Outcome.COMPLETE:
+            return decision
+        if decision.reason.startswith("budget exhausted"):
+            return decision
+        reason = guard.stopped_by_guard.get(trial_id, guard.exhausted)
+        if decision.epochs == 0:
+            return dataclasses.replace(decision, reason=f"{reason}; it never started")
+        return dataclasses.replace(
+            decision,
+            reason=f"{reason}; stopped at epoch {decision.epochs} of {self._max_epochs}",
+        )
 
     def _result_from_study(self, ot_trial: Any) -> dict[str, Any] | None:
         study: optuna.Study = self._ot_study  # type: ignore[assignment]

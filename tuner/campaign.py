@@ -13,21 +13,40 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass
+import uuid
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 import optuna
 import ray
+import yaml
 from ray import tune
 
 from tuner import rundir
 from tuner._bridge import FidelityOptunaSearch
+from tuner._guard import BudgetGuard, GuardLink
 from tuner._progress import ProgressCallback
 from tuner._scheduler import PersistentASHA, PersistentFIFO
 from tuner._snapshot import SnapshotGuard, repair_snapshot
 from tuner._trial import TRAINABLE_KEY, run_trial
-from tuner.cost import AshaGeometry, Profile, profile_from_run
+from tuner.budget import (
+    LEDGER_FILE,
+    Ledger,
+    Limits,
+    NodePricer,
+    NodeType,
+    PricingError,
+    affordable_slots,
+    capacity,
+    format_request,
+    infeasible,
+    node_types_from_config,
+)
+from tuner.cost import AshaGeometry, CatalogWarning, Profile, load_catalog, profile_from_run
 from tuner.cost._reality import (
     PREDICTION_FILE,
     actual_cost,
@@ -82,12 +101,109 @@ class RayOptions:
             CPU-only machine: trials are scheduled as if they had one and train on the CPU.
         worker_logs: Stream the trials' own output to this terminal (Ray keeps it in its
             session logs either way).
+        cluster_config: The cluster's autoscaler config (node types and max_workers), for
+            capacity, PENDING reasons and prices of nodes not started yet. On a head made
+            by `ray up` it is found at ~/ray_bootstrap_config.yaml by itself.
     """
 
     address: str | None = None
     num_cpus: int | None = None
     num_gpus: float | None = None
     worker_logs: bool = False
+    cluster_config: Path | None = None
+
+
+# Where `ray up` leaves the autoscaler's config on the head node.
+BOOTSTRAP_CONFIG = "~/ray_bootstrap_config.yaml"
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What the campaign knows of the cluster it runs on.
+
+    Attributes:
+        node_types: The autoscaler's node types (empty: no autoscaler config known).
+        max_workers: The autoscaler's global worker cap.
+        alive: Resources of each alive node.
+        config_path: Where the node types came from.
+    """
+
+    node_types: list[NodeType] = field(default_factory=list)
+    max_workers: int | None = None
+    alive: list[dict[str, float]] = field(default_factory=list)
+    config_path: str | None = None
+
+    @property
+    def autoscaling(self) -> bool:
+        """Whether an autoscaler config is known (capacity is asked for and released)."""
+        return bool(self.node_types)
+
+
+def read_cluster(options: RayOptions, *, joined: bool) -> ClusterView:
+    """The cluster's node types (from its autoscaler config) and its alive nodes."""
+    path = options.cluster_config
+    if path is None and joined:
+        bootstrap = Path(BOOTSTRAP_CONFIG).expanduser()
+        path = bootstrap if bootstrap.is_file() else None
+    node_types: list[NodeType] = []
+    max_workers = None
+    if path is not None:
+        try:
+            config = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError) as err:
+            raise TunerError(
+                f"{path}: cannot read the cluster config: {err}.\n"
+                "  To fix: pass the YAML file `ray up` used (--cluster-config)."
+            ) from None
+        if not isinstance(config, dict) or "available_node_types" not in config:
+            raise TunerError(
+                f"{path}: not an autoscaler config (no available_node_types).\n"
+                "  To fix: pass a cluster.yaml with node types, or leave --cluster-config out."
+            )
+        node_types = node_types_from_config(config)
+        raw = config.get("max_workers")
+        max_workers = int(raw) if isinstance(raw, (int, float)) else None
+    alive = [
+        {k: float(v) for k, v in (n.get("Resources") or {}).items() if not k.startswith("node:")}
+        for n in ray.nodes()
+        if n.get("Alive")
+    ]
+    return ClusterView(node_types, max_workers, alive, None if path is None else str(path))
+
+
+def trial_request(spec: CampaignSpec) -> dict[str, float]:
+    """The resources one trial (one DDP worker of it) asks for."""
+    request = {"CPU": spec.resources.cpu}
+    if spec.resources.gpu > 0:
+        request["GPU"] = spec.resources.gpu
+    return request
+
+
+def refuse_infeasible(
+    spec: CampaignSpec, cluster: ClusterView, *, autoscaler_unknown: bool
+) -> None:
+    """Raises when no node type (nor alive node) can ever hold one trial.
+
+    Without a known autoscaler config on a cluster that was joined, an autoscaler may still
+    add a node that fits, so only a warning is printed then.
+    """
+    reason = infeasible(trial_request(spec), cluster.node_types, cluster.alive)
+    if reason is None:
+        return
+    source = spec.source
+    if autoscaler_unknown:
+        print(
+            f"warning: {reason} (no autoscaler config known; a node that fits may still be added)",
+            file=sys.stderr,
+        )
+        return
+    where = cluster.config_path or "this machine's Ray"
+    raise TunerError(
+        f"{source}: resources: each trial asks for {format_request(trial_request(spec))}, "
+        f"but {reason} ({where}).\n"
+        "  To fix: lower resources.cpu / resources.gpu, or add a node type that fits "
+        "(or start the local Ray with --num-cpus / --num-gpus)."
+    )
 
 
 @dataclass(frozen=True)
@@ -121,11 +237,19 @@ def _init_ray(options: RayOptions) -> bool:
     return True
 
 
-def max_concurrent_trials(spec: CampaignSpec, cluster: dict[str, float]) -> int:
-    """Trials that can run at once: the campaign's cap, else what the cluster fits."""
+def max_concurrent_trials(
+    spec: CampaignSpec, cluster: dict[str, float], view: ClusterView | None = None
+) -> int:
+    """Trials that can run at once: the campaign's cap, else what the cluster fits.
+
+    With the autoscaler's node types known, what the cluster fits at its largest.
+    """
     if spec.resources.max_concurrent is not None:
         return min(spec.resources.max_concurrent, spec.budget.trials)
     workers = spec.resources.workers
+    if view is not None and view.autoscaling:
+        bundles = capacity(trial_request(spec), view.node_types, view.max_workers)
+        return max(1, min(spec.budget.trials, bundles // workers))
     fits = cluster.get("CPU", 0.0) / (spec.resources.cpu * workers)
     if spec.resources.gpu > 0:
         fits = min(fits, cluster.get("GPU", 0.0) / (spec.resources.gpu * workers))
@@ -165,9 +289,10 @@ def _trainable(spec: CampaignSpec) -> Any:
     return tune.with_resources(run_trial, resources)
 
 
-def _service_config(spec: CampaignSpec) -> dict[str, Any]:
+def _service_config(spec: CampaignSpec, stop_key: str) -> dict[str, Any]:
     """The constant part of every trial's config: fixed settings and reserved keys."""
     return {
+        "tuner_stop_key": stop_key,
         **dict(spec.fixed),
         **({"tuner_workers": spec.resources.workers} if _data_parallel(spec) else {}),
         TRAINABLE_KEY: spec.trainable,
@@ -177,7 +302,9 @@ def _service_config(spec: CampaignSpec) -> dict[str, Any]:
     }
 
 
-def _build_tuner(spec: CampaignSpec, run_dir: Path, stream: TextIO | None) -> tune.Tuner:
+def _build_tuner(
+    spec: CampaignSpec, run_dir: Path, stream: TextIO | None, *, concurrent: int, stop_key: str
+) -> tune.Tuner:
     mode = spec.mode.value
     storage = optuna.storages.RDBStorage(
         rundir.study_url(run_dir), engine_kwargs={"connect_args": {"timeout": 30}}
@@ -193,6 +320,7 @@ def _build_tuner(spec: CampaignSpec, run_dir: Path, stream: TextIO | None) -> tu
         max_trials=spec.budget.trials,
         epoch_attr=EPOCH_ATTR,
         nest_under=TRAIN_LOOP_CONFIG if _data_parallel(spec) else None,
+        gate_key=stop_key,
     )
     state_path = str(run_dir / rundir.SCHEDULER_STATE_FILE)
     scheduler: PersistentASHA | PersistentFIFO
@@ -206,7 +334,6 @@ def _build_tuner(spec: CampaignSpec, run_dir: Path, stream: TextIO | None) -> tu
         )
     else:
         scheduler = PersistentFIFO(state_path=state_path)
-    concurrent = max_concurrent_trials(spec, ray.cluster_resources())
     tune_config = tune.TuneConfig(
         metric=spec.metric,
         mode=mode,
@@ -224,7 +351,8 @@ def _build_tuner(spec: CampaignSpec, run_dir: Path, stream: TextIO | None) -> tu
     run_config = tune.RunConfig(
         name=run_dir.name,
         storage_path=str(run_dir.parent.resolve()),
-        stop={EPOCH_ATTR: spec.budget.max_epochs},
+        # Stops trials at max_epochs, and all of them when the budget is exhausted.
+        stop=GuardLink(stop_key, spec.budget.max_epochs, EPOCH_ATTR),
         checkpoint_config=tune.CheckpointConfig(
             num_to_keep=spec.checkpoint.keep,
             checkpoint_score_attribute=spec.metric,
@@ -240,6 +368,7 @@ def _build_tuner(spec: CampaignSpec, run_dir: Path, stream: TextIO | None) -> tu
                 stream=stream,
             ),
             SnapshotGuard(str(run_dir.resolve())),
+            GuardLink(stop_key, spec.budget.max_epochs, EPOCH_ATTR),
         ],
         verbose=0,
     )
@@ -249,7 +378,7 @@ def _build_tuner(spec: CampaignSpec, run_dir: Path, stream: TextIO | None) -> tu
         f"{spec.scheduler.type.value}; run folder {run_dir}",
         file=stream or sys.stdout,
     )
-    service = _service_config(spec)
+    service = _service_config(spec, stop_key)
     return tune.Tuner(
         _trainable(spec),
         param_space={TRAIN_LOOP_CONFIG: service} if _data_parallel(spec) else service,
@@ -293,36 +422,56 @@ def run_campaign(
         stream: Where progress goes (default stdout).
         code_dirs: Folders the trainable was imported from (recorded for resume).
         profile: A profile of the trainable; with it the prediction written at the start
-            (prediction.json) covers trial-seconds, GPU-hours and dollars, not only work.
-        usd_per_gpu_hour: What a GPU-hour costs here (0 for a local run).
+            (prediction.json) covers trial-seconds, GPU-hours and dollars, not only work,
+            and the budget guard can cap concurrency before the first epoch is measured.
+        usd_per_gpu_hour: What a GPU-hour costs here, for the predicted vs actual dollars
+            (0 for a local run; the ledger prices nodes itself, see ``pricing``).
 
     Returns:
         The run folder and its summary.
+
+    Raises:
+        TunerError: The run folder exists, or no node can ever hold one trial (nothing is
+            written then).
     """
     if run_dir.exists():
         raise TunerError(
             f"{run_dir}: run folder exists already.\n"
             f"  To fix: `tuner resume {run_dir}` to continue it, or choose another --name."
         )
+    options = options or RayOptions()
     _prepare_env(spec)
-    started = _init_ray(options or RayOptions())
+    pricer = make_pricer(spec)
+    started = _init_ray(options)
     try:
+        joined = _joined(options)
+        cluster = read_cluster(options, joined=joined)
+        refuse_infeasible(spec, cluster, autoscaler_unknown=joined and not cluster.autoscaling)
+        check_prices(pricer, cluster)
         run_dir.mkdir(parents=True)
+        stop_key = f"stop:{spec.name}:{uuid.uuid4().hex}"
         rundir.write_yaml(run_dir / rundir.CAMPAIGN_FILE, spec.to_dict())
-        rundir.write_json(run_dir / rundir.RUN_FILE, {"code_dirs": list(code_dirs or [])})
-        workers = max_concurrent_trials(spec, ray.cluster_resources())
+        rundir.write_json(
+            run_dir / rundir.RUN_FILE,
+            {"code_dirs": list(code_dirs or []), "stop_key": stop_key},
+        )
+        concurrent = max_concurrent_trials(spec, ray.cluster_resources(), cluster)
+        guard = _make_guard(
+            spec, run_dir, Ledger(), pricer, cluster, concurrent, profile, stream, stop_key
+        )
+        concurrent = guard.slots
         rundir.write_json(
             run_dir / PREDICTION_FILE,
             predict_cost(
                 AshaGeometry.from_spec(spec),
-                workers=workers,
+                workers=concurrent,
                 gpus_per_trial=_gpus_per_trial(spec),
                 usd_per_gpu_hour=usd_per_gpu_hour,
                 profile=profile,
             ),
         )
-        tuner = _build_tuner(spec, run_dir, stream)
-        return _fit_and_summarize(spec, run_dir, tuner, stream)
+        tuner = _build_tuner(spec, run_dir, stream, concurrent=concurrent, stop_key=stop_key)
+        return _fit_and_summarize(spec, run_dir, tuner, stream, guard, cluster)
     finally:
         if started:
             ray.shutdown()
@@ -334,7 +483,7 @@ def resume_campaign(
     """Continues a campaign whose driver stopped (killed, crashed or interrupted).
 
     Finished trials are not rerun; unfinished ones continue from their latest checkpoint;
-    ASHA's rungs and the Optuna study carry on from the run folder.
+    ASHA's rungs, the Optuna study and the spend ledger carry on from the run folder.
     """
     campaign_file = rundir.check_resumable(run_dir)
     spec = load_campaign(campaign_file)
@@ -346,34 +495,175 @@ def resume_campaign(
             f"{run_dir}: Ray Tune saved no experiment state here (the driver died before "
             "its first snapshot).\n  To fix: start it again with `tuner run`."
         )
+    options = options or RayOptions()
     _prepare_env(spec)
-    started = _init_ray(options or RayOptions())
+    pricer = make_pricer(spec)
+    run_info = json.loads((run_dir / rundir.RUN_FILE).read_text())
+    stop_key = run_info.get("stop_key")
+    ledger = read_ledger(run_dir)
+    started = _init_ray(options)
     try:
+        cluster = read_cluster(options, joined=_joined(options))
         tuner = tune.Tuner.restore(
             str(run_dir.resolve()),
             trainable=_trainable(spec),
             resume_unfinished=True,
             resume_errored=False,
         )
+        guard = None
+        if stop_key:  # run folders of older versions have no guard
+            concurrent = max_concurrent_trials(spec, ray.cluster_resources(), cluster)
+            guard = _make_guard(
+                spec, run_dir, ledger, pricer, cluster, concurrent, None, stream, stop_key
+            )
         print(f"resuming campaign {spec.name} from {run_dir}", file=stream or sys.stdout)
-        return _fit_and_summarize(spec, run_dir, tuner, stream)
+        return _fit_and_summarize(spec, run_dir, tuner, stream, guard, cluster)
     finally:
         if started:
             ray.shutdown()
 
 
+def check_prices(pricer: NodePricer, cluster: ClusterView) -> None:
+    """Prices every node type before the campaign starts: a bad label is an error now."""
+    for node_type in cluster.node_types:
+        try:
+            pricer.price(node_type.resources, node_type.labels)
+        except PricingError as err:
+            raise TunerError(
+                f"{cluster.config_path}: available_node_types.{node_type.name}.labels: {err}"
+            ) from None
+
+
+def _joined(options: RayOptions) -> bool:
+    address = options.address or os.environ.get("RAY_ADDRESS")
+    return bool(address) and address != "local"
+
+
+def make_pricer(spec: CampaignSpec) -> NodePricer:
+    """Prices nodes for the ledger: the catalog (plus ``pricing.catalog``) and the default."""
+    user = spec.pricing.catalog
+    if user is not None and not Path(user).is_absolute() and spec.source != "<dict>":
+        beside = Path(spec.source).parent / user
+        user = str(beside) if beside.is_file() else user
+    with warnings.catch_warnings():
+        # Stale-price warnings belong to `tuner recommend`; the ledger uses what there is.
+        warnings.simplefilter("ignore", CatalogWarning)
+        catalog = load_catalog(user)
+    return NodePricer(
+        catalog.instances,
+        catalog.gpus,
+        default_usd_per_hour=spec.pricing.node_usd_per_hour,
+        spot=spec.pricing.spot,
+    )
+
+
+def read_ledger(run_dir: Path) -> Ledger:
+    """The run's ledger.json, or a fresh ledger when there is none."""
+    path = run_dir / LEDGER_FILE
+    if not path.is_file():
+        return Ledger()
+    try:
+        return Ledger.from_dict(json.loads(path.read_text()))
+    except (ValueError, TypeError, KeyError) as err:
+        raise TunerError(
+            f"{path}: the spend ledger is damaged ({err}).\n"
+            "  To fix: restore it from a backup; deleting it resumes with nothing spent."
+        ) from None
+
+
+def _make_guard(
+    spec: CampaignSpec,
+    run_dir: Path,
+    ledger: Ledger,
+    pricer: NodePricer,
+    cluster: ClusterView,
+    concurrent: int,
+    profile: Profile | None,
+    stream: TextIO | None,
+    stop_key: str,
+) -> BudgetGuard:
+    geometry = AshaGeometry.from_spec(spec)
+    epoch_s = profile.epoch_s if profile is not None and profile.trials else None
+    guard = BudgetGuard(
+        run_dir=run_dir,
+        ledger=ledger,
+        pricer=pricer,
+        limits=Limits.from_budget(spec.budget),
+        geometry=geometry,
+        request=trial_request(spec),
+        slots=concurrent,
+        node_types=cluster.node_types,
+        max_workers=cluster.max_workers,
+        epoch_s=epoch_s,
+        pending_warning_s=spec.resources.pending_warning_s,
+        max_epochs=spec.budget.max_epochs,
+        epoch_attr=EPOCH_ATTR,
+        stop_key=stop_key,
+        stream=stream,
+    )
+    limits = Limits.from_budget(spec.budget)
+    if epoch_s is not None and limits.any and spec.resources.max_concurrent is None:
+        usd_s, gpu_s = guard.planned_rates()
+        first = (*geometry.decision_epochs(), geometry.max_epochs)[0]
+        cap = affordable_slots(
+            limits, usd_per_trial_s=usd_s, gpu_h_per_trial_s=gpu_s, first_rung_s=epoch_s * first
+        )
+        if cap is not None and cap < concurrent:
+            print(
+                f"budget: {cap} trial(s) at a time (of {concurrent} the cluster fits): what "
+                "the budget affords with every one reaching ASHA's first rung",
+                file=stream or sys.stdout,
+            )
+            guard.slots = cap
+    return guard
+
+
+@contextmanager
+def _capacity_requested(spec: CampaignSpec, cluster: ClusterView, slots: int) -> Iterator[None]:
+    """Asks the autoscaler for the campaign's capacity at once; releases it at the end."""
+    if not cluster.autoscaling:
+        yield
+        return
+    from ray.autoscaler.sdk import request_resources
+
+    bundle = {k: v for k, v in trial_request(spec).items() if v > 0}
+    request_resources(bundles=[bundle] * (slots * spec.resources.workers))
+    try:
+        yield
+    finally:
+        # Idle nodes then go away after the autoscaler's idle timeout.
+        request_resources(bundles=[])
+
+
 def _fit_and_summarize(
-    spec: CampaignSpec, run_dir: Path, tuner: tune.Tuner, stream: TextIO | None
+    spec: CampaignSpec,
+    run_dir: Path,
+    tuner: tune.Tuner,
+    stream: TextIO | None,
+    guard: BudgetGuard | None = None,
+    cluster: ClusterView | None = None,
 ) -> CampaignResult:
     start = time.monotonic()
-    grid = tuner.fit()
+    if guard is not None:
+        guard.start()
+    try:
+        with _capacity_requested(spec, cluster or ClusterView(), guard.slots if guard else 1):
+            grid = tuner.fit()
+    finally:
+        if guard is not None:
+            guard.close()
     wall_s = time.monotonic() - start
     cost = _predicted_vs_actual(spec, run_dir, wall_s)
-    summary = write_summary(spec, run_dir, wall_s=wall_s, tune_trials=len(grid), cost=cost)
+    budget = guard.summary() if guard is not None else None
+    summary = write_summary(
+        spec, run_dir, wall_s=wall_s, tune_trials=len(grid), cost=cost, budget=budget
+    )
     out = stream or sys.stdout
     print(f"\n{format_table(summary)}\n", file=out)
     if cost is not None:
         print(f"{format_comparison(cost)}\n", file=out)
+    if budget is not None:
+        print(f"{format_spend(budget)}\n", file=out)
     best = summary["best"]
     if best is not None:
         print(
@@ -381,7 +671,31 @@ def _fit_and_summarize(
             f"{best['state']}); config in {run_dir / rundir.BEST_FILE}",
             file=out,
         )
+    if summary["status"] == STATUS_BUDGET:
+        print(f"status: {STATUS_BUDGET} ({budget and budget['exhausted']})", file=out)
     return CampaignResult(run_dir=run_dir, summary=summary)
+
+
+STATUS_BUDGET = "budget exhausted"
+
+
+def format_spend(budget: dict[str, Any]) -> str:
+    """The ledger's totals in one line, e.g. ``spent $1.20 of $5.00: 0.9 node-hours...``."""
+    limits = budget["limits"]
+    usd = f"${budget['usd']:,.2f}"
+    if limits.get("usd") is not None:
+        usd += f" of ${limits['usd']:,.2f}"
+    parts = [
+        f"spent {usd}",
+        f"{budget['node_hours']:.3g} node-hours on {budget['nodes']} node(s)",
+        f"{budget['gpu_hours']:.3g} GPU-hours of nodes"
+        + (f" (limit {limits['gpu_hours']:g})" if limits.get("gpu_hours") is not None else ""),
+        f"{budget['trial_gpu_hours']:.3g} GPU-hours in trials",
+    ]
+    share = budget.get("gpu_node_idle_share")
+    if share is not None:
+        parts.append(f"GPU nodes idle {100 * share:.0f}% of their time")
+    return "ledger: " + "; ".join(parts)
 
 
 def _predicted_vs_actual(spec: CampaignSpec, run_dir: Path, wall_s: float) -> dict[str, Any] | None:
@@ -406,10 +720,12 @@ def write_summary(
     wall_s: float | None,
     tune_trials: int,
     cost: dict[str, Any] | None = None,
+    budget: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Writes summary.json and best.yaml from the study; returns the summary.
 
-    ``cost`` (predicted vs actual, see :mod:`tuner.cost._reality`) is added when given.
+    ``cost`` (predicted vs actual, see :mod:`tuner.cost._reality`) and ``budget`` (the
+    ledger's totals and the guard's outcome) are added when given.
     """
     study = open_study(run_dir)
     summary = summarize(
@@ -422,6 +738,10 @@ def write_summary(
     real = summary["trials"] - orphans
     finished = sum(summary["states"].get(s, 0) for s in ("COMPLETE", "PRUNED", "FAIL")) - orphans
     status = "completed" if finished >= spec.budget.trials else "time limit reached"
+    if budget is not None and budget.get("exhausted"):
+        status = STATUS_BUDGET
+    elif budget is not None and budget.get("held_back") and finished < spec.budget.trials:
+        status = "stopped: the budget affords no further trial"
     summary = {
         "campaign": spec.name,
         "status": status,
@@ -432,6 +752,7 @@ def write_summary(
         "wall_s": wall_s,
         **summary,
         **({"cost": cost} if cost is not None else {}),
+        **({"budget": budget} if budget is not None else {}),
     }
     rundir.write_json(run_dir / rundir.SUMMARY_FILE, summary)
     best = summary["best"]

@@ -7,9 +7,9 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from tuner._argtypes import non_negative_float, positive_int, whole_number
+from tuner._argtypes import non_negative_float, positive_float, positive_int, whole_number
 from tuner.errors import SpecError, TunerError
 
 if TYPE_CHECKING:
@@ -45,26 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a campaign (default: search_spaces/default.yaml)",
         description="Run a tuning campaign; results go to runs/<name>/.",
     )
-    run.add_argument("campaign", nargs="?", type=Path, help="campaign YAML file")
-    run.add_argument("--trials", type=positive_int, help="override budget.trials")
-    run.add_argument("--max-epochs", type=positive_int, help="override budget.max_epochs")
-    run.add_argument("--time-limit", help="override budget.time_limit (e.g. 90s, 10m, 2h)")
-    run.add_argument("--seed", type=whole_number, help="override sampler.seed")
-    run.add_argument("--name", help="campaign name (and run folder name)")
-    run.add_argument(
-        "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
-    )
-    run.add_argument(
-        "--profile",
-        type=Path,
-        help="profile (tuner profile, or a run folder) to predict time and money at start",
-    )
-    run.add_argument(
-        "--usd-per-gpu-hour",
-        type=non_negative_float,
-        default=0.0,
-        help="price of a GPU-hour here, for predicted vs actual dollars (0)",
-    )
+    add_run_arguments(run)
     _ray_args(run)
     run.set_defaults(handler=_cmd_run)
 
@@ -93,6 +74,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``tuner run`` (shared with ``tuner/submit.py``)."""
+    parser.add_argument("campaign", nargs="?", type=Path, help="campaign YAML file")
+    parser.add_argument("--trials", type=positive_int, help="override budget.trials")
+    parser.add_argument("--max-epochs", type=positive_int, help="override budget.max_epochs")
+    parser.add_argument("--time-limit", help="override budget.time_limit (e.g. 90s, 10m, 2h)")
+    parser.add_argument("--seed", type=whole_number, help="override sampler.seed")
+    parser.add_argument("--name", help="campaign name (and run folder name)")
+    parser.add_argument(
+        "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="profile (tuner profile, or a run folder) to predict time and money at start",
+    )
+    parser.add_argument(
+        "--budget-usd", type=positive_float, help="override budget.usd: dollars the nodes may cost"
+    )
+    parser.add_argument("--budget-gpu-hours", type=positive_float, help="override budget.gpu_hours")
+    parser.add_argument(
+        "--deadline", help="override budget.deadline: running time allowed (e.g. 6h)"
+    )
+    parser.add_argument(
+        "--usd-per-gpu-hour",
+        type=non_negative_float,
+        default=0.0,
+        help="price of a GPU-hour here, for predicted vs actual dollars (0)",
+    )
+
+
 def _ray_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--address",
@@ -105,6 +117,12 @@ def _ray_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--worker-logs", action="store_true", help="show the trials' own output here"
+    )
+    parser.add_argument(
+        "--cluster-config",
+        type=Path,
+        help="the cluster's autoscaler config (node types, max_workers); on a head made by "
+        "`ray up`, ~/ray_bootstrap_config.yaml is used by itself",
     )
 
 
@@ -144,7 +162,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 got=args.time_limit,
                 allowed="seconds or 90s, 10m, 2h, 1h30m",
             ) from err
+    deadline = None
+    if args.deadline is not None:
+        try:
+            deadline = parse_duration(args.deadline)
+        except SpecError as err:
+            raise SpecError(
+                "<cli>",
+                "--deadline",
+                "not a duration",
+                got=args.deadline,
+                allowed="seconds or 90s, 10m, 2h, 1h30m",
+            ) from err
     spec = spec.with_overrides(
+        usd=args.budget_usd,
+        gpu_hours=args.budget_gpu_hours,
+        deadline_s=deadline,
         trials=args.trials,
         max_epochs=args.max_epochs,
         time_limit_s=time_limit,
@@ -229,14 +262,24 @@ def ray_options(args: argparse.Namespace) -> RayOptions:
         num_cpus=args.num_cpus,
         num_gpus=args.num_gpus,
         worker_logs=args.worker_logs,
+        cluster_config=args.cluster_config,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tuner`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
+    return _handled(args.handler, args)
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Runs a campaign from ``tuner run``'s parsed flags (``tuner/submit.py`` uses this)."""
+    return _handled(_cmd_run, args)
+
+
+def _handled(handler: Any, args: argparse.Namespace) -> int:
     try:
-        return int(args.handler(args))
+        return int(handler(args))
     except TunerError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

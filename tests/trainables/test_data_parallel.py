@@ -52,6 +52,9 @@ class _RankSession:
     def rank_and_world(self) -> tuple[int, int]:
         return self.rank, self.world
 
+    def stop_requested(self, key: str | None) -> str | None:
+        return None
+
 
 def _worker(rank: int, world: int, port: int, out: str) -> None:
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)

@@ -20,6 +20,7 @@ __all__ = [
     "CheckpointPolicy",
     "FailurePolicy",
     "Mode",
+    "Pricing",
     "Resources",
     "SamplerSpec",
     "SamplerType",
@@ -60,17 +61,70 @@ def _num(value: float) -> float | int:
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """How much work the campaign may do; ``time_limit_s`` is wall-clock seconds."""
+    """How much the campaign may do and spend.
+
+    Attributes:
+        trials: Trials to run.
+        max_epochs: Epochs a trial may reach.
+        time_limit_s: Wall-clock seconds after which Tune stops everything at once.
+        usd: Dollars the cluster's nodes may cost while the campaign runs (idle ones too).
+        gpu_hours: GPU-hours of nodes (GPUs x hours alive) the campaign may use.
+        deadline_s: Seconds of running time the campaign may take; unlike ``time_limit_s``
+            it is enforced like money: no trial starts that cannot finish in time, and at
+            the deadline running trials checkpoint and stop.
+    """
 
     trials: int
     max_epochs: int
     time_limit_s: float | None = None
+    usd: float | None = None
+    gpu_hours: float | None = None
+    deadline_s: float | None = None
+
+    @property
+    def limited(self) -> bool:
+        """Whether a money, GPU-hour or deadline limit is set (the budget guard runs)."""
+        return any(v is not None for v in (self.usd, self.gpu_hours, self.deadline_s))
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``budget:`` section (time limit in seconds)."""
+        """The ``budget:`` section (durations in seconds)."""
         out: dict[str, Any] = {"trials": self.trials, "max_epochs": self.max_epochs}
         if self.time_limit_s is not None:
             out["time_limit"] = _num(self.time_limit_s)
+        if self.usd is not None:
+            out["usd"] = _num(self.usd)
+        if self.gpu_hours is not None:
+            out["gpu_hours"] = _num(self.gpu_hours)
+        if self.deadline_s is not None:
+            out["deadline"] = _num(self.deadline_s)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Pricing:
+    """What nodes cost, for the spend ledger.
+
+    Nodes are priced by their labels (``tuner.io/usd-per-hour``, else
+    ``tuner.io/instance-type`` looked up in the catalog), else by their GPUs'
+    ``accelerator_type`` in the catalog, else at ``node_usd_per_hour``.
+
+    Attributes:
+        node_usd_per_hour: Rate of a node nothing else prices (a local run: 0).
+        catalog: A user catalog of instances (CSV) added to the built-in one.
+        spot: Price catalog nodes at their spot rate.
+    """
+
+    node_usd_per_hour: float = 0.0
+    catalog: str | None = None
+    spot: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``pricing:`` section."""
+        out: dict[str, Any] = {"node_usd_per_hour": _num(self.node_usd_per_hour)}
+        if self.catalog is not None:
+            out["catalog"] = self.catalog
+        if self.spot:
+            out["spot"] = True
         return out
 
 
@@ -113,7 +167,9 @@ class SamplerSpec:
 
 @dataclass(frozen=True, slots=True)
 class Resources:
-    """Per-trial resources; ``max_concurrent`` ``None`` lets the cluster decide.
+    """Per-trial resources; ``max_concurrent`` ``None`` lets the cluster (and budget) decide.
+
+    A trial PENDING longer than ``pending_warning_s`` is reported with the reason.
 
     ``workers`` > 1 trains each trial data-parallel (DDP) on that many Ray Train workers,
     each with ``cpu`` CPUs and ``gpu`` GPUs.
@@ -123,6 +179,7 @@ class Resources:
     gpu: float = 0.0
     max_concurrent: int | None = None
     workers: int = 1
+    pending_warning_s: float = 300.0
 
     def to_dict(self) -> dict[str, Any]:
         """The ``resources:`` section."""
@@ -131,6 +188,8 @@ class Resources:
             out["workers"] = self.workers
         if self.max_concurrent is not None:
             out["max_concurrent"] = self.max_concurrent
+        if self.pending_warning_s != 300.0:
+            out["pending_warning"] = _num(self.pending_warning_s)
         return out
 
 
@@ -176,6 +235,7 @@ class CampaignSpec:
         resources: Per-trial CPU/GPU and concurrency cap.
         checkpoint: Checkpoint frequency and retention.
         failure: Retries of failed trials.
+        pricing: What nodes cost (the spend ledger).
         fixed: Read-only mapping passed to the trainable as-is (nested values frozen;
             use :func:`tuner.spec.thaw` for plain dicts and lists).
         description: Free text.
@@ -194,6 +254,7 @@ class CampaignSpec:
     resources: Resources = field(default_factory=Resources)
     checkpoint: CheckpointPolicy = field(default_factory=CheckpointPolicy)
     failure: FailurePolicy = field(default_factory=FailurePolicy)
+    pricing: Pricing = field(default_factory=Pricing)
     fixed: Mapping[str, Any] = field(default_factory=FrozenDict)
     description: str = ""
     # Provenance, not content: a spec equals its round trip through to_dict().
@@ -220,6 +281,8 @@ class CampaignSpec:
             "checkpoint": self.checkpoint.to_dict(),
             "failure": self.failure.to_dict(),
         }
+        if self.pricing != Pricing():
+            out["pricing"] = self.pricing.to_dict()
         if self.fixed:
             out["fixed"] = thaw(self.fixed)
         return out
@@ -232,6 +295,9 @@ class CampaignSpec:
         time_limit_s: float | str | None = None,
         seed: int | None = None,
         name: str | None = None,
+        usd: float | None = None,
+        gpu_hours: float | None = None,
+        deadline_s: float | str | None = None,
     ) -> CampaignSpec:
         """Return a copy with command-line overrides applied and re-validated.
 
@@ -242,6 +308,9 @@ class CampaignSpec:
             time_limit_s: ``--time-limit``; seconds, or a duration string like ``"2h"``.
             seed: ``--seed``; the sampler seed.
             name: ``--name``; the campaign name.
+            usd: ``--budget-usd``; dollars, > 0.
+            gpu_hours: ``--budget-gpu-hours``; GPU-hours, > 0.
+            deadline_s: ``--deadline``; seconds, or a duration string like ``"6h"``.
 
         Returns:
             The updated spec (``self`` unchanged).
@@ -269,6 +338,14 @@ class CampaignSpec:
         if time_limit_s is not None:
             limit = parse_duration(time_limit_s, source="<cli>", path="--time-limit")
             budget = dataclasses.replace(budget, time_limit_s=limit)
+        if usd is not None:
+            budget = dataclasses.replace(budget, usd=ck.number(usd, "--budget-usd", gt=0))
+        if gpu_hours is not None:
+            hours = ck.number(gpu_hours, "--budget-gpu-hours", gt=0)
+            budget = dataclasses.replace(budget, gpu_hours=hours)
+        if deadline_s is not None:
+            deadline = parse_duration(deadline_s, source="<cli>", path="--deadline")
+            budget = dataclasses.replace(budget, deadline_s=deadline)
         if seed is not None:
             sampler = dataclasses.replace(sampler, seed=check_seed(ck, seed, "--seed"))
         if name is not None:

@@ -11,6 +11,7 @@ from tuner.spec._campaign import (
     CheckpointPolicy,
     FailurePolicy,
     Mode,
+    Pricing,
     Resources,
     SamplerSpec,
     SamplerType,
@@ -43,6 +44,7 @@ _TOP_KEYS = (
     "resources",
     "checkpoint",
     "failure",
+    "pricing",
     "fixed",
 )
 _REQUIRED = ("name", "trainable", "metric", "mode", "space", "budget")
@@ -103,6 +105,7 @@ def parse_campaign(
         resources=_parse_resources(ck, data.get("resources")),
         checkpoint=_parse_checkpoint(ck, data.get("checkpoint")),
         failure=_parse_failure(ck, data.get("failure")),
+        pricing=_parse_pricing(ck, data.get("pricing")),
         fixed=_parse_fixed(ck, data.get("fixed"), space),
         description=description,
         source=source,
@@ -127,15 +130,36 @@ def _section(
 
 
 def _parse_budget(ck: Checker, value: Any) -> Budget:
-    allowed = ("trials", "max_epochs", "time_limit")
+    allowed = ("trials", "max_epochs", "time_limit", "usd", "gpu_hours", "deadline")
     section = _section(ck, value, "budget", allowed, required=("trials", "max_epochs"))
-    limit = section.get("time_limit")
+
+    def duration(key: str) -> float | None:
+        raw = section.get(key)
+        return None if raw is None else parse_duration(raw, source=ck.source, path=f"budget.{key}")
+
+    def positive(key: str) -> float | None:
+        raw = section.get(key)
+        return None if raw is None else ck.number(raw, f"budget.{key}", gt=0)
+
     return Budget(
         trials=ck.integer(section["trials"], "budget.trials", ge=1),
         max_epochs=ck.integer(section["max_epochs"], "budget.max_epochs", ge=1),
-        time_limit_s=None
-        if limit is None
-        else parse_duration(limit, source=ck.source, path="budget.time_limit"),
+        time_limit_s=duration("time_limit"),
+        usd=positive("usd"),
+        gpu_hours=positive("gpu_hours"),
+        deadline_s=duration("deadline"),
+    )
+
+
+def _parse_pricing(ck: Checker, value: Any) -> Pricing:
+    section = _section(ck, value, "pricing", ("node_usd_per_hour", "catalog", "spot"))
+    catalog = section.get("catalog")
+    return Pricing(
+        node_usd_per_hour=ck.number(
+            section.get("node_usd_per_hour", 0), "pricing.node_usd_per_hour", ge=0
+        ),
+        catalog=None if catalog is None else ck.string(catalog, "pricing.catalog"),
+        spot=ck.boolean(section.get("spot", False), "pricing.spot"),
     )
 
 
@@ -196,7 +220,8 @@ def _parse_sampler(ck: Checker, value: Any, space: Space) -> SamplerSpec:
 
 
 def _parse_resources(ck: Checker, value: Any) -> Resources:
-    section = _section(ck, value, "resources", ("cpu", "gpu", "max_concurrent", "workers"))
+    allowed = ("cpu", "gpu", "max_concurrent", "workers", "pending_warning")
+    section = _section(ck, value, "resources", allowed)
     gpu = ck.number(section.get("gpu", 0), "resources.gpu", ge=0)
     if gpu > 1 and not gpu.is_integer():
         ck.fail(
@@ -219,6 +244,9 @@ def _parse_resources(ck: Checker, value: Any) -> Resources:
         max_concurrent=None
         if concurrent is None
         else ck.integer(concurrent, "resources.max_concurrent", ge=1),
+        pending_warning_s=parse_duration(
+            section.get("pending_warning", 300), source=ck.source, path="resources.pending_warning"
+        ),
     )
 
 

@@ -71,7 +71,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         {"nmae": "x"},
         (
             "<dict>: nmae: unknown key (allowed name, description, trainable, metric, mode, "
-            "space, budget, scheduler, sampler, resources, checkpoint, failure, fixed) Did you "
+            "space, budget, scheduler, sampler, resources, checkpoint, failure, pricing, fixed) Did you "
             "mean 'name'?"
         ),
     ),

@@ -1,0 +1,591 @@
+"""The budget guard in the driver: a Ray Tune callback and stopper around the spend ledger.
+
+- A watcher thread reads Ray's alive nodes every ``poll_s`` seconds, prices each new node
+  (:class:`tuner.budget.NodePricer`) and feeds the :class:`tuner.budget.Ledger`.
+- Every second the guard asks :func:`tuner.budget.assess` whether a new trial may start;
+  the searcher holds new trials back while it may not (:meth:`BudgetGuard.gate`).
+- At a limit it writes a stop reason to Ray's key-value store (trials read it after each
+  epoch, checkpoint and stop), stops every trial at its next result, and ends the campaign
+  once they have stopped (or after a grace period).
+- Trials PENDING longer than ``resources.pending_warning`` are reported with the reason.
+- ``ledger.json`` is written every few seconds and at the end; a resume continues it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import ray
+from ray.tune import Callback
+from ray.tune.experiment import Trial
+from ray.tune.stopper import Stopper
+
+from tuner import rundir
+from tuner.budget import (
+    LEDGER_FILE,
+    Ledger,
+    Limits,
+    NodePricer,
+    NodeRate,
+    NodeSeen,
+    NodeType,
+    Outlook,
+    PricingError,
+    Usage,
+    Verdict,
+    assess,
+    expected_epochs_left,
+    format_request,
+    pending_reason,
+)
+from tuner.budget._capacity import bundles_per_node, fits
+from tuner.cost import AshaGeometry
+
+logger = logging.getLogger(__name__)
+
+GATE_OPEN, GATE_WAIT, GATE_CLOSED = "open", "wait", "closed"
+NODE_TYPE_LABEL = "tuner.io/node-type"
+_IGNORED_RESOURCES = ("memory", "object_store_memory")
+
+
+def _short_resources(resources: Mapping[str, float]) -> dict[str, float]:
+    return {
+        k: v
+        for k, v in resources.items()
+        if k not in _IGNORED_RESOURCES and not k.startswith("node:")
+    }
+
+
+def read_alive_nodes(pricer: NodePricer, cache: dict[str, NodeSeen]) -> list[NodeSeen]:
+    """The alive Ray nodes, priced (each node is priced once, when first seen)."""
+    alive = []
+    for node in ray.nodes():
+        if not node.get("Alive"):
+            continue
+        node_id = str(node["NodeID"])
+        seen = cache.get(node_id)
+        if seen is None:
+            resources = _short_resources(node.get("Resources") or {})
+            labels = {str(k): str(v) for k, v in (node.get("Labels") or {}).items()}
+            try:
+                rate = pricer.price(resources, labels)
+            except PricingError as err:
+                # A node added mid-campaign with a bad label: count it at the default rate
+                # and say so, rather than stop accounting.
+                rate = pricer.price({}, {})
+                rate = NodeRate(rate.usd_per_hour, f"{rate.source}; label error: {err}")
+                logger.warning("node %s: %s", node_id, err)
+            seen = NodeSeen(
+                node_id=node_id,
+                usd_per_hour=rate.usd_per_hour,
+                rate_source=rate.source,
+                gpus=float(resources.get("GPU", 0.0)),
+                cpus=float(resources.get("CPU", 0.0)),
+                ip=str(node.get("NodeManagerAddress", "")),
+                kind=labels.get(NODE_TYPE_LABEL) or format_request(resources),
+            )
+            cache[node_id] = seen
+        alive.append(seen)
+    return alive
+
+
+class _Watcher(threading.Thread):
+    def __init__(self, guard: BudgetGuard, poll_s: float) -> None:
+        super().__init__(name="tuner-ledger", daemon=True)
+        self._guard = guard
+        self._poll_s = poll_s
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self._poll_s):
+            try:
+                self._guard.observe_nodes()
+            except Exception:  # a failed GCS read must not kill the campaign
+                logger.debug("reading Ray's nodes failed", exc_info=True)
+
+
+# Guards of the campaigns this driver runs, by stop key. Tune pickles its callbacks, stopper
+# and searcher into the run folder; those hold only the key (see GuardLink), so a resumed
+# campaign's restored objects reach the new driver's guard.
+_GUARDS: dict[str, BudgetGuard] = {}
+
+
+def guard_for(key: str | None) -> BudgetGuard | None:
+    """The guard registered under ``key`` in this process, if any."""
+    return _GUARDS.get(key) if key else None
+
+
+def gate_for(key: str | None, live: int | None = None) -> str:
+    """The gate of the guard under ``key`` (open when there is none)."""
+    guard = guard_for(key)
+    return guard.gate(live) if guard is not None else GATE_OPEN
+
+
+class BudgetGuard:
+    """Keeps the ledger and enforces ``budget.usd`` / ``gpu_hours`` / ``deadline``.
+
+    Args:
+        run_dir: The run folder (``ledger.json`` goes there).
+        ledger: The ledger (a fresh one, or read back for a resume).
+        pricer: Prices nodes.
+        limits: The campaign's limits (none: the ledger is kept, nothing is enforced).
+        geometry: The campaign's ASHA geometry (expected epochs left of each trial).
+        request: One trial's resource bundle, e.g. ``{"CPU": 1, "GPU": 1}``.
+        slots: Trials at once (Tune's ``max_concurrent_trials``).
+        node_types: The autoscaler's node types, when known (PENDING reasons, planned
+            price of a slot before a node exists).
+        max_workers: The autoscaler's global worker cap, when known.
+        epoch_s: Expected seconds per epoch before any is measured (from a profile).
+        pending_warning_s: Report trials PENDING longer than this.
+        max_epochs: Epochs at which a trial stops anyway.
+        epoch_attr: Result key of the epoch count.
+        stop_key: Key of the stop signal in Ray's key-value store.
+        stream: Where messages go.
+        poll_s: Seconds between reads of Ray's node table.
+        check_s: Seconds between budget checks.
+        save_s: Seconds between writes of ``ledger.json``.
+        stop_grace_s: Seconds running trials get to checkpoint and stop once the budget is
+            exhausted, before the campaign ends without them (None: three epochs).
+    """
+
+    def __init__(
+        self,
+        *,
+        run_dir: Path,
+        ledger: Ledger,
+        pricer: NodePricer,
+        limits: Limits,
+        geometry: AshaGeometry,
+        request: Mapping[str, float],
+        slots: int,
+        node_types: Sequence[NodeType] = (),
+        max_workers: int | None = None,
+        epoch_s: float | None = None,
+        pending_warning_s: float = 300.0,
+        max_epochs: int,
+        epoch_attr: str = "epoch",
+        stop_key: str,
+        stream: TextIO | None = None,
+        poll_s: float = 0.5,
+        check_s: float = 1.0,
+        save_s: float = 5.0,
+        stop_grace_s: float | None = None,
+    ) -> None:
+        self._run_dir = run_dir
+        self._ledger = ledger
+        self._pricer = pricer
+        self._limits = limits
+        self._geometry = geometry
+        self._request = dict(request)
+        self.slots = max(1, slots)
+        self._node_types = list(node_types)
+        self._max_workers = max_workers
+        self._prior_epoch_s = epoch_s
+        self._pending_warning_s = pending_warning_s
+        self._max_epochs = max_epochs
+        self._epoch_attr = epoch_attr
+        self.stop_key = stop_key
+        self._stream = stream
+        self._check_s = check_s
+        self._save_s = save_s
+        self._stop_grace_s = stop_grace_s
+        self._lock = threading.RLock()
+        self._cache: dict[str, NodeSeen] = {}
+        self._alive: list[NodeSeen] = []
+        self._watcher = _Watcher(self, poll_s)
+        # Per trial: epochs done and seconds they took (Tune's time_total_s).
+        self._progress: dict[str, tuple[int, float]] = {}
+        self._live = 0
+        self._gate = GATE_OPEN
+        self._verdict = Verdict(True, False, "within budget")
+        self._last_check = 0.0
+        self._last_save = 0.0
+        self._pending_since: dict[str, float] = {}
+        self._warned: set[str] = set()
+        self.pending_warnings: list[dict[str, Any]] = []
+        self.exhausted: str | None = None
+        self.closed: str | None = None  # why no further trial was started, if so
+        self._exhausted_at: float | None = None
+        self.stopped_by_guard: dict[str, str] = {}
+        self._running: set[str] = set()
+        self._gate_reason_shown: str | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Registers the guard, begins a ledger session, clears the stop signal and starts
+        the node watcher."""
+        _GUARDS[self.stop_key] = self
+        from ray.experimental import internal_kv
+
+        from trainables._session import STOP_NAMESPACE
+
+        internal_kv._internal_kv_del(self.stop_key, namespace=STOP_NAMESPACE)
+        now = time.time()
+        with self._lock:
+            self._ledger.begin_session(now)
+        self.observe_nodes()
+        self._check(now, force=True)
+        self._watcher.start()
+
+    def close(self) -> None:
+        """Stops the watcher, ends the ledger session and writes ``ledger.json``."""
+        _GUARDS.pop(self.stop_key, None)
+        self._watcher.stopped.set()
+        if self._watcher.is_alive():
+            self._watcher.join(timeout=5)
+        try:
+            self.observe_nodes()
+        except Exception:
+            logger.debug("final read of Ray's nodes failed", exc_info=True)
+        with self._lock:
+            self._ledger.end_session(time.time())
+            self.save()
+
+    def save(self) -> None:
+        """Writes ``ledger.json`` atomically."""
+        with self._lock:
+            data = self._ledger.to_dict(time.time())
+            data["limits"] = {
+                "usd": self._limits.usd,
+                "gpu_hours": self._limits.gpu_hours,
+                "deadline_s": self._limits.deadline_s,
+            }
+            data["exhausted"] = self.exhausted
+            data["pending_warnings"] = self.pending_warnings
+        rundir.write_json(self._run_dir / LEDGER_FILE, data)
+
+    def observe_nodes(self) -> None:
+        """Reads Ray's alive nodes into the ledger (the watcher thread calls this)."""
+        alive = read_alive_nodes(self._pricer, self._cache)
+        with self._lock:
+            self._ledger.observe(alive, time.time())
+            self._alive = alive
+
+    # -- the searcher's gate ---------------------------------------------------------------
+
+    def gate(self, live: int | None = None) -> str:
+        """``open``: a new trial may start; ``wait``: not now; ``closed``: never again.
+
+        Args:
+            live: Trials started and not finished, as the searcher counts them. Tune asks
+                the searcher in a loop of its own while no trial is live, where callbacks
+                do not run, so the count must come from the asker.
+        """
+        with self._lock:
+            if live is not None:
+                self._live = live
+                self._running &= set(self._ledger_running())
+        self._check(time.time())
+        with self._lock:
+            return self._gate
+
+    def _ledger_running(self) -> list[str]:
+        return [
+            t.trial_id
+            for t in self._ledger.trials.values()
+            if t.intervals and t.intervals[-1][1] is None
+        ]
+
+    # -- Tune callback hooks ---------------------------------------------------------------
+
+    def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        now = time.time()
+        with self._lock:
+            self._live = sum(t.status in (Trial.PENDING, Trial.RUNNING) for t in trials)
+            self._running = {t.trial_id for t in trials if t.status == Trial.RUNNING}
+        self._watch_pending(trials, now)
+        self._check(now)
+
+    def on_trial_start(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        with self._lock:
+            self._ledger.trial_started(trial.trial_id, self._request.get("GPU", 0.0), time.time())
+            self._pending_since.pop(trial.trial_id, None)
+
+    def on_trial_result(
+        self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any], **info: Any
+    ) -> None:
+        self._record(trial.trial_id, result)
+
+    def on_trial_complete(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        self._stopped(trial)
+
+    def on_trial_error(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        self._stopped(trial)
+
+    def _stopped(self, trial: Trial) -> None:
+        with self._lock:
+            self._ledger.trial_stopped(trial.trial_id, time.time())
+            self._running.discard(trial.trial_id)
+            last = trial.last_result or {}
+        if last:
+            self._record(trial.trial_id, last)
+
+    def _record(self, trial_id: str, result: Mapping[str, Any]) -> None:
+        epoch = result.get(self._epoch_attr)
+        spent = result.get("time_total_s")
+        with self._lock:
+            self._ledger.trial_node(trial_id, str(result.get("node_ip") or ""))
+            if isinstance(epoch, (int, float)) and isinstance(spent, (int, float)) and epoch > 0:
+                self._progress[trial_id] = (int(epoch), float(spent))
+
+    # -- Stopper ---------------------------------------------------------------------------
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        self._record(trial_id, result)
+        epoch = result.get(self._epoch_attr)
+        if isinstance(epoch, (int, float)) and epoch >= self._max_epochs:
+            return True
+        with self._lock:
+            if self.exhausted is not None:
+                self.stopped_by_guard.setdefault(trial_id, self.exhausted)
+                return True
+        return False
+
+    def stop_all(self) -> bool:
+        with self._lock:
+            if self.exhausted is None or self._exhausted_at is None:
+                return False
+            unstopped = self._running - set(self.stopped_by_guard)
+            grace = self._stop_grace_s
+            if grace is None:
+                grace = max(30.0, 3.0 * (self._epoch_s() or 10.0))
+            return not unstopped or time.time() - self._exhausted_at > grace
+
+    # -- decisions -------------------------------------------------------------------------
+
+    def _epoch_s(self) -> float | None:
+        done = [(e, s) for e, s in self._progress.values() if e > 0]
+        if not done:
+            return self._prior_epoch_s
+        return sum(s for _, s in done) / sum(e for e, _ in done)
+
+    def planned_rates(self) -> tuple[float, float]:
+        """Dollars and GPU-hours per trial-second of the cheapest node that fits a trial."""
+        with self._lock:
+            return self._planned_rates()
+
+    def _slot_rates(self, now: float) -> tuple[float, float]:
+        """Dollars and GPU-hours per trial-second: observed once there is enough, else planned."""
+        trial_s = self._ledger.trial_s(now)
+        epoch_s = self._epoch_s() or 0.0
+        if trial_s >= max(60.0, 2.0 * epoch_s * self.slots):
+            return self._ledger.usd(now) / trial_s, self._ledger.gpu_hours(now) / trial_s
+        return self._planned_rates()
+
+    def _planned_rates(self) -> tuple[float, float]:
+        shapes = [(n.usd_per_hour, n.gpus, {"GPU": n.gpus, "CPU": n.cpus}) for n in self._alive]
+        for t in self._node_types:
+            if not t.head:
+                rate = self._pricer.price(t.resources, t.labels).usd_per_hour
+                shapes.append((rate, t.resources.get("GPU", 0.0), dict(t.resources)))
+        request = {k: v for k, v in self._request.items() if v > 0}
+        options = []
+        for rate, gpus, resources in shapes:
+            per = bundles_per_node(request, resources) if fits(request, resources) else 0
+            if per > 0:
+                options.append((rate / per / 3600.0, gpus / per / 3600.0))
+        if not options:
+            return 0.0, self._request.get("GPU", 0.0) / 3600.0
+        return min(options)
+
+    def _check(self, now: float, *, force: bool = False) -> None:
+        if not force and now - self._last_check < self._check_s:
+            return
+        self._last_check = now
+        with self._lock:
+            usage = Usage(
+                usd=self._ledger.usd(now),
+                gpu_hours=self._ledger.gpu_hours(now),
+                running_s=self._ledger.running_s(now),
+            )
+            epoch_s = self._epoch_s()
+            usd_s, gpu_s = self._slot_rates(now)
+            running_left = (
+                [
+                    epoch_s
+                    * expected_epochs_left(self._geometry, self._progress.get(t, (0, 0.0))[0])
+                    for t in self._running
+                ]
+                if epoch_s is not None
+                else []
+            )
+            outlook = Outlook(
+                usd_per_trial_s=usd_s,
+                gpu_h_per_trial_s=gpu_s,
+                new_trial_s=None
+                if epoch_s is None
+                else epoch_s * expected_epochs_left(self._geometry, 0),
+                running_left_s=running_left,
+                usd_per_s_now=self._ledger.usd_per_hour_now() / 3600.0,
+                gpu_h_per_s_now=self._ledger.gpus_now() / 3600.0,
+                stop_lead_s=(epoch_s or 0.0) + self._check_s,
+            )
+            verdict = assess(self._limits, usage, outlook) if self._limits.any else self._verdict
+            self._verdict = verdict
+            if verdict.exhausted and self.exhausted is None:
+                self._exhaust(verdict.reason, now)
+            if self.exhausted is not None:
+                self._gate = GATE_CLOSED
+            elif not verdict.launch:
+                # Held back; when nothing runs any more, nothing will free money: done.
+                self._gate = GATE_CLOSED if self._live == 0 else GATE_WAIT
+                if self._gate == GATE_CLOSED:
+                    self.closed = verdict.reason
+                if verdict.reason != self._gate_reason_shown:
+                    self._say(verdict.reason)
+                    self._gate_reason_shown = verdict.reason
+            elif self._live >= self.slots:
+                self._gate = GATE_WAIT
+            else:
+                self._gate = GATE_OPEN
+            if force or now - self._last_save >= self._save_s:
+                self._last_save = now
+                self.save()
+
+    def _exhaust(self, reason: str, now: float) -> None:
+        from ray.experimental import internal_kv
+
+        from trainables._session import STOP_NAMESPACE
+
+        self.exhausted = reason
+        self._exhausted_at = now
+        internal_kv._internal_kv_put(
+            self.stop_key, reason.encode(), overwrite=True, namespace=STOP_NAMESPACE
+        )
+        running = len(self._running)
+        self._say(f"{reason}; {running} running trial(s) checkpoint and stop after this epoch")
+        self.save()
+
+    def _watch_pending(self, trials: list[Trial], now: float) -> None:
+        for trial in trials:
+            if trial.status != Trial.PENDING:
+                self._pending_since.pop(trial.trial_id, None)
+                continue
+            since = self._pending_since.setdefault(trial.trial_id, now)
+            waited = now - since
+            if waited < self._pending_warning_s or trial.trial_id in self._warned:
+                continue
+            self._warned.add(trial.trial_id)
+            reason = self.pending_reason()
+            self.pending_warnings.append(
+                {"trial": trial.trial_id, "pending_s": round(waited, 1), "reason": reason}
+            )
+            self._say(f"trial {trial.trial_id} PENDING for {waited:.0f} s: {reason}")
+
+    def pending_reason(self) -> str:
+        """Why a trial of this campaign would wait for resources now."""
+        with self._lock:
+            totals = [{"GPU": n.gpus, "CPU": n.cpus} for n in self._alive]
+            by_type: dict[str, int] = {}
+            for node in self._alive:
+                for t in self._node_types:
+                    if not t.head and _same_shape(t.resources, node):
+                        by_type[t.name] = by_type.get(t.name, 0) + 1
+                        break
+        return pending_reason(
+            {k: v for k, v in self._request.items() if v > 0},
+            self._node_types,
+            totals,
+            (),
+            workers_by_type=by_type,
+            max_workers=self._max_workers,
+        )
+
+    def _say(self, message: str) -> None:
+        import sys
+
+        print(f"budget: {message}", file=self._stream or sys.stdout, flush=True)
+
+    # -- results ---------------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        """The ledger's totals and the guard's outcome, for summary.json."""
+        with self._lock:
+            now = time.time()
+            totals = self._ledger.summary(now)
+            idle_share = totals["gpu_node_idle_share"]
+        return {
+            "limits": {
+                "usd": self._limits.usd,
+                "gpu_hours": self._limits.gpu_hours,
+                "deadline_s": self._limits.deadline_s,
+            },
+            **totals,
+            "gpu_node_idle_share": idle_share,
+            "exhausted": self.exhausted,
+            "held_back": self.closed,
+            "stopped_by_budget": sorted(self.stopped_by_guard),
+            "pending_warnings": len(self.pending_warnings),
+        }
+
+
+class GuardLink(Callback, Stopper):
+    """What Tune holds (and pickles): the stop key; every call goes to that guard."""
+
+    def __init__(self, key: str, max_epochs: int, epoch_attr: str = "epoch") -> None:
+        self.key = key
+        self._max_epochs = max_epochs
+        self._epoch_attr = epoch_attr
+
+    def _guard(self) -> BudgetGuard | None:
+        return guard_for(self.key)
+
+    def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        guard = self._guard()
+        if guard is not None:
+            guard.on_step_begin(iteration, trials, **info)
+
+    def on_trial_start(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        guard = self._guard()
+        if guard is not None:
+            guard.on_trial_start(iteration, trials, trial, **info)
+
+    def on_trial_result(
+        self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any], **info: Any
+    ) -> None:
+        guard = self._guard()
+        if guard is not None:
+            guard.on_trial_result(iteration, trials, trial, result, **info)
+
+    def on_trial_complete(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        guard = self._guard()
+        if guard is not None:
+            guard.on_trial_complete(iteration, trials, trial, **info)
+
+    def on_trial_error(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        guard = self._guard()
+        if guard is not None:
+            guard.on_trial_error(iteration, trials, trial, **info)
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        guard = self._guard()
+        if guard is not None:
+            return guard(trial_id, result)
+        epoch = result.get(self._epoch_attr)
+        return isinstance(epoch, (int, float)) and epoch >= self._max_epochs
+
+    def stop_all(self) -> bool:
+        guard = self._guard()
+        return guard.stop_all() if guard is not None else False
+
+
+def _same_shape(resources: Mapping[str, float], node: NodeSeen) -> bool:
+    return resources.get("GPU", 0.0) == node.gpus and resources.get("CPU", 0.0) == node.cpus

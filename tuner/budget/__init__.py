@@ -1,0 +1,54 @@
+"""Money on a cluster: node prices, the spend ledger and the budget guard's arithmetic.
+
+Pure modules (no Ray, no torch); the Ray glue that feeds them is ``tuner._guard``.
+"""
+
+from __future__ import annotations
+
+from tuner.budget._capacity import (
+    NodeType,
+    bundles_per_node,
+    capacity,
+    fits,
+    format_request,
+    infeasible,
+    node_types_from_config,
+    pending_reason,
+)
+from tuner.budget._guard import (
+    Limits,
+    Outlook,
+    Usage,
+    Verdict,
+    affordable_slots,
+    assess,
+    expected_epochs_left,
+)
+from tuner.budget._ledger import LEDGER_FILE, Ledger, NodeRecord, NodeSeen, TrialRecord
+from tuner.budget._pricing import NodePricer, NodeRate, PricingError
+
+__all__ = [
+    "LEDGER_FILE",
+    "Ledger",
+    "Limits",
+    "NodePricer",
+    "NodeRate",
+    "NodeRecord",
+    "NodeSeen",
+    "NodeType",
+    "Outlook",
+    "PricingError",
+    "TrialRecord",
+    "Usage",
+    "Verdict",
+    "affordable_slots",
+    "assess",
+    "bundles_per_node",
+    "capacity",
+    "expected_epochs_left",
+    "fits",
+    "format_request",
+    "infeasible",
+    "node_types_from_config",
+    "pending_reason",
+]
