@@ -653,6 +653,8 @@ def _fit_and_summarize(
         if guard is not None:
             guard.close()
     wall_s = time.monotonic() - start
+    if guard is not None and guard.exhausted is not None:
+        _close_unstarted(run_dir, spec, guard.exhausted)
     cost = _predicted_vs_actual(spec, run_dir, wall_s)
     budget = guard.summary() if guard is not None else None
     summary = write_summary(
@@ -677,6 +679,24 @@ def _fit_and_summarize(
 
 
 STATUS_BUDGET = "budget exhausted"
+
+
+def _close_unstarted(run_dir: Path, spec: CampaignSpec, reason: str) -> None:
+    """Trials asked for but stopped by the budget before they started: FAIL, with why.
+
+    Tune ends such trials without telling the searcher; left RUNNING, they would look
+    orphaned to a resume.
+    """
+    from optuna.trial import TrialState
+
+    from tuner._bridge import STOP_REASON_ATTR
+
+    study = open_study(run_dir)
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        study._storage.set_trial_user_attr(
+            trial._trial_id, STOP_REASON_ATTR, f"{reason}; it never started"
+        )
+        study.tell(trial.number, state=TrialState.FAIL)
 
 
 def format_spend(budget: dict[str, Any]) -> str:

@@ -1,0 +1,97 @@
+"""The budget guard on a real local Ray: money runs out, trials checkpoint and stop.
+
+Nodes are priced by the campaign's ``pricing.node_usd_per_hour`` (the local node has no
+labels or accelerators), so a few seconds of a $36/h "node" exhaust a 12-cent budget.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from tests.conftest import tiny_digits_campaign
+from tuner import rundir
+from tuner.campaign import RayOptions, resume_campaign, run_campaign
+from tuner.errors import TunerError
+from tuner.spec import parse_campaign
+
+pytestmark = pytest.mark.ray
+
+RATE = 36.0  # $/h: one cent a second
+BUDGET = 0.12
+
+
+def test_budget_exhausted_ends_cleanly_and_survives_resume(tmp_path: Path) -> None:
+    data = tiny_digits_campaign(
+        budget={"trials": 40, "max_epochs": 4, "usd": BUDGET},
+        pricing={"node_usd_per_hour": RATE},
+    )
+    spec = parse_campaign(data, "budget.yaml")
+    run_dir = tmp_path / "runs" / spec.name
+    result = run_campaign(spec, run_dir, RayOptions(num_cpus=2))
+    summary = result.summary
+
+    assert summary["status"] == "budget exhausted"
+    assert summary["budget"]["exhausted"].startswith("budget exhausted: $")
+    assert 0 < summary["trials_run"] < spec.budget.trials
+    ledger = json.loads((run_dir / "ledger.json").read_text())
+    spent = ledger["totals"]["usd"]
+    # Stopped about an epoch before the limit; the overshoot is what the last epochs and
+    # the shutdown cost (seconds at one cent each).
+    assert 0.8 * BUDGET <= spent <= BUDGET + 0.05, spent
+    assert ledger["nodes"][0]["rate_source"] == "pricing.node_usd_per_hour"
+
+    study = optuna.load_study(study_name=spec.name, storage=rundir.study_url(run_dir))
+    assert TrialState.RUNNING not in {t.state for t in study.trials}
+    for trial in study.trials:
+        if trial.state is TrialState.COMPLETE:
+            assert sorted(trial.intermediate_values) == [1, 2, 3, 4]
+    stopped = [
+        t for t in study.trials if str(t.user_attrs.get("stop_reason", "")).startswith("budget")
+    ]
+    # Every trial that trained an epoch left a checkpoint (checkpoint.every is 1).
+    for trial in study.trials:
+        if trial.intermediate_values:
+            folder = run_dir / f"trial_{trial.user_attrs['tune_trial_id']}"
+            assert list(folder.glob("checkpoint_*")), f"{folder} has no checkpoint"
+    assert all(t.state in (TrialState.PRUNED, TrialState.FAIL) for t in stopped)
+
+    # Resumed, the ledger carries on: still exhausted, nothing new runs, nothing reset.
+    again = resume_campaign(run_dir, RayOptions(num_cpus=2))
+    assert again.summary["status"] == "budget exhausted"
+    assert again.summary["trials_run"] == summary["trials_run"]
+    resumed = json.loads((run_dir / "ledger.json").read_text())
+    assert len(resumed["sessions"]) == 2
+    assert resumed["totals"]["usd"] >= spent
+
+
+def test_request_no_node_fits_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    data = tiny_digits_campaign(resources={"cpu": 1, "gpu": 1})
+    spec = parse_campaign(data, "gpu.yaml")
+    run_dir = tmp_path / "runs" / spec.name
+    with pytest.raises(TunerError) as info:
+        run_campaign(spec, run_dir, RayOptions(num_cpus=2, num_gpus=0))
+    message = str(info.value)
+    assert "each trial asks for {GPU: 1, CPU: 1}, but no node type fits {GPU: 1, CPU: 1}" in message
+    assert "To fix" in message
+    assert not run_dir.exists()
+
+
+def test_pending_trial_is_reported_with_its_reason(tmp_path: Path) -> None:
+    # Two trials at once but one (logical) GPU: the second waits for the first.
+    data = tiny_digits_campaign(
+        budget={"trials": 2, "max_epochs": 4},
+        scheduler="fifo",
+        resources={"cpu": 1, "gpu": 1, "max_concurrent": 2, "pending_warning": 1},
+    )
+    spec = parse_campaign(data, "pending.yaml")
+    run_dir = tmp_path / "runs" / spec.name
+    result = run_campaign(spec, run_dir, RayOptions(num_cpus=2, num_gpus=1))
+    assert result.summary["status"] == "completed"
+    warnings = json.loads((run_dir / "ledger.json").read_text())["pending_warnings"]
+    assert warnings, "no PENDING warning"
+    assert "every node that fits {GPU: 1, CPU: 1} is busy" in warnings[0]["reason"]
