@@ -61,13 +61,44 @@ def _short_resources(resources: Mapping[str, float]) -> dict[str, float]:
     }
 
 
-def read_alive_nodes(pricer: NodePricer, cache: dict[str, NodeSeen]) -> list[NodeSeen]:
-    """The alive Ray nodes, priced (each node is priced once, when first seen)."""
+def _node_table() -> list[dict[str, Any]]:
+    """Every node Ray knows, alive or dead, with its start and end times where known.
+
+    Ray's GCS records when each node started and ended; ``ray.nodes()`` drops those
+    times, so the GCS client is asked directly, with ``ray.nodes()`` as the fallback.
+    """
+    try:
+        from ray._private.worker import global_worker
+
+        info = global_worker.gcs_client.get_all_node_info()  # type: ignore[attr-defined]
+        return [
+            {
+                "NodeID": node.node_id.hex(),
+                "Alive": node.state == 0,
+                "Resources": dict(node.resources_total),
+                "Labels": dict(node.labels),
+                "NodeManagerAddress": node.node_manager_address,
+                "start": node.start_time_ms / 1000.0 or None,
+                "end": node.end_time_ms / 1000.0 or None,
+            }
+            for node in info.values()
+        ]
+    except Exception:  # an older or newer Ray without these fields
+        return [dict(n, start=None, end=None) for n in ray.nodes()]
+
+
+def read_nodes(
+    pricer: NodePricer, cache: dict[str, NodeSeen]
+) -> tuple[list[NodeSeen], dict[str, float]]:
+    """The alive nodes, priced (each once, when first seen), and when dead ones ended."""
     alive = []
-    for node in ray.nodes():
-        if not node.get("Alive"):
-            continue
+    ended: dict[str, float] = {}
+    for node in _node_table():
         node_id = str(node["NodeID"])
+        if not node.get("Alive"):
+            if node.get("end"):
+                ended[node_id] = float(node["end"])
+            continue
         seen = cache.get(node_id)
         if seen is None:
             resources = _short_resources(node.get("Resources") or {})
@@ -87,11 +118,14 @@ def read_alive_nodes(pricer: NodePricer, cache: dict[str, NodeSeen]) -> list[Nod
                 gpus=float(resources.get("GPU", 0.0)),
                 cpus=float(resources.get("CPU", 0.0)),
                 ip=str(node.get("NodeManagerAddress", "")),
-                kind=labels.get(NODE_TYPE_LABEL) or format_request(resources),
+                kind=labels.get(NODE_TYPE_LABEL)
+                or labels.get("ray.io/node-group")
+                or format_request(resources),
+                started_at=node.get("start"),
             )
             cache[node_id] = seen
         alive.append(seen)
-    return alive
+    return alive, ended
 
 
 class _Watcher(threading.Thread):
@@ -262,9 +296,9 @@ class BudgetGuard:
 
     def observe_nodes(self) -> None:
         """Reads Ray's alive nodes into the ledger (the watcher thread calls this)."""
-        alive = read_alive_nodes(self._pricer, self._cache)
+        alive, ended = read_nodes(self._pricer, self._cache)
         with self._lock:
-            self._ledger.observe(alive, time.time())
+            self._ledger.observe(alive, time.time(), ended)
             self._alive = alive
 
     # -- the searcher's gate ---------------------------------------------------------------

@@ -35,6 +35,7 @@ class NodeSeen:
     cpus: float
     ip: str = ""
     kind: str = ""  # node type label or a short resource summary, for the report
+    started_at: float | None = None  # when Ray says the node started (GCS), if known
 
 
 @dataclass(slots=True)
@@ -108,16 +109,30 @@ class Ledger:
             if trial.intervals and trial.intervals[-1][1] is None:
                 trial.intervals[-1][1] = now
 
-    def observe(self, alive: Iterable[NodeSeen], now: float) -> None:
-        """Records the nodes alive at ``now``; nodes gone since the last call end."""
+    def observe(
+        self,
+        alive: Iterable[NodeSeen],
+        now: float,
+        ended: Mapping[str, float] | None = None,
+    ) -> None:
+        """Records the nodes alive at ``now``; nodes gone since the last call end.
+
+        ``ended`` gives when Ray says dead nodes ended (GCS), used where known.
+        """
+        ended = ended or {}
         previous = self._last_observed
         seen: set[str] = set()
         for node in alive:
             seen.add(node.node_id)
             record = self.nodes.get(node.node_id)
             if record is None or record.end is not None:
-                # New since the previous observation of this session: it started in between.
+                # New since the previous observation of this session: it started when Ray
+                # says it did, else in between; never before this session began.
                 start = now if previous is None else (previous + now) / 2.0
+                if node.started_at is not None:
+                    start = min(now, node.started_at)
+                    if self.sessions and self.sessions[-1][0] is not None:
+                        start = max(start, float(self.sessions[-1][0]))
                 self.nodes[node.node_id] = NodeRecord(
                     node_id=node.node_id,
                     usd_per_hour=node.usd_per_hour,
@@ -133,7 +148,9 @@ class Ledger:
                 record.last_seen = now
         for record in self.nodes.values():
             if record.end is None and record.node_id not in seen:
-                if previous is not None and record.last_seen >= previous:
+                if record.node_id in ended and ended[record.node_id] > 0:
+                    record.end = min(now, max(record.start, ended[record.node_id]))
+                elif previous is not None and record.last_seen >= previous:
                     record.end = (previous + now) / 2.0  # went away in between
                 else:
                     record.end = record.last_seen  # gone while no driver was watching

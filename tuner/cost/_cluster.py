@@ -23,6 +23,11 @@ __all__ = ["PLACEHOLDER_HOSTS", "cluster_config", "validate_cluster"]
 # TEST-NET addresses (RFC 5737): valid IPs that route nowhere, to be replaced.
 PLACEHOLDER_HOSTS = ("192.0.2.10", "192.0.2.11")
 _VENV = "~/tuner-venv"
+# `ray submit` runs `python` in a login shell: make it the node's venv.
+_PATH_LINE = (
+    "grep -qxF 'export PATH=\"$HOME/tuner-venv/bin:$PATH\"' ~/.bashrc || "
+    "echo 'export PATH=\"$HOME/tuner-venv/bin:$PATH\"' >> ~/.bashrc"
+)
 _PROJECT = "~/tuner"
 # GCP names GPUs it attaches to N1 machines; A2/A3/G2 machine types come with theirs.
 _GCP_ACCELERATORS = {
@@ -42,10 +47,13 @@ def _common(name: str, max_workers: int, idle_minutes: float) -> dict[str, Any]:
         "idle_timeout_minutes": idle_minutes,
         "file_mounts": {_PROJECT: "."},
         "rsync_exclude": [".venv", "runs", ".git", "**/__pycache__"],
+        # Caches and other ignored build output stay home (a .mypy_cache alone is 64 MB).
+        "rsync_filter": [".gitignore"],
         "setup_commands": [
             f"python3 -m venv {_VENV}",
             f"{_VENV}/bin/pip install -q --upgrade pip",
             f"{_VENV}/bin/pip install -q -e {_PROJECT}",
+            _PATH_LINE,
         ],
         "head_start_ray_commands": [
             f"{_VENV}/bin/ray stop",

@@ -71,8 +71,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         {"nmae": "x"},
         (
             "<dict>: nmae: unknown key (allowed name, description, trainable, metric, mode, "
-            "space, budget, scheduler, sampler, resources, checkpoint, failure, pricing, fixed) Did you "
-            "mean 'name'?"
+            "space, budget, scheduler, sampler, resources, checkpoint, failure, pricing, fixed) "
+            "Did you mean 'name'?"
         ),
     ),
     (

@@ -1,0 +1,104 @@
+"""Campaigns on Ray's real autoscaler (``fake_multinode`` provider, logical GPUs).
+
+The head has no GPU, so every trial (1 CPU, 1 GPU) needs a GPU worker node that the
+autoscaler must add; the campaign asks for its capacity at start and releases it at the
+end, so the nodes go away after the idle timeout. The ledger prices each node by its
+``tuner.io/usd-per-hour`` label and is checked against the nodes' lifetimes as /proc
+saw their raylets (tests/fakecluster.py), independently of Ray.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from tests.conftest import tiny_digits_campaign
+from tests.fakecluster import FakeCluster
+from tuner import rundir
+from tuner.campaign import RayOptions, run_campaign
+from tuner.spec import parse_campaign
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+RATE = 3.6  # $/h per GPU node: a tenth of a cent a second
+NODE_TYPES = {
+    "gpu": {
+        "resources": {"CPU": 1, "GPU": 1, "accelerator_type:A100": 1},
+        "labels": {"tuner.io/usd-per-hour": str(RATE)},
+        "min_workers": 0,
+        "max_workers": 2,
+    }
+}
+GPU_TRIAL = {"cpu": 1, "gpu": 1}
+
+
+def _ledger(run_dir: Path) -> dict:
+    return json.loads((run_dir / "ledger.json").read_text())
+
+
+def test_autoscaled_campaign_then_a_budget_that_runs_out(tmp_path: Path) -> None:
+    with FakeCluster(node_types=NODE_TYPES, head_resources={"CPU": 1}, idle_timeout_s=6) as cluster:
+        options = RayOptions(address=cluster.address, cluster_config=cluster.config_path)
+        spec = parse_campaign(
+            tiny_digits_campaign(
+                name="fake-gpu", budget={"trials": 6, "max_epochs": 3}, resources=GPU_TRIAL
+            ),
+            "fake-gpu.yaml",
+        )
+        run_dir = tmp_path / "runs" / spec.name
+        result = run_campaign(spec, run_dir, options)
+        assert result.summary["status"] == "completed"
+        assert result.summary["trials_finished"] == 6
+
+        ledger = _ledger(run_dir)
+        gpu_nodes = [n for n in ledger["nodes"] if n["gpus"] > 0]
+        assert len(gpu_nodes) == 2, "the autoscaler did not add GPU nodes up to the cap"
+        assert {n["rate_source"] for n in gpu_nodes} == {"label tuner.io/usd-per-hour"}
+        assert {n["usd_per_hour"] for n in gpu_nodes} == {RATE}
+        # Node lifetimes: Ray registers a node ~1-2 s after its raylet starts (what /proc
+        # sees), so the ledger starts a node at most a few seconds late and never early.
+        truth = cluster.lifetimes()
+        session_start = ledger["sessions"][0][0]
+        for node in gpu_nodes:
+            proc_start, _ = truth[node["node_id"]]
+            assert -0.5 <= node["start"] - max(proc_start, session_start) <= 3.0
+        usd = ledger["totals"]["usd"]
+        node_s = sum(
+            (n["end"] or n["last_seen"]) - n["start"] for n in ledger["nodes"] if n["gpus"] > 0
+        )
+        assert usd == pytest.approx(node_s * RATE / 3600, rel=0.02)
+
+        # Capacity was released: the idle GPU nodes go away after the idle timeout.
+        deadline = time.monotonic() + 60
+        while cluster.worker_nodes() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not cluster.worker_nodes(), "idle GPU nodes were not removed"
+
+        # Too small a budget: ends "budget exhausted", with what it finished intact.
+        broke = parse_campaign(
+            tiny_digits_campaign(
+                name="fake-broke",
+                budget={"trials": 30, "max_epochs": 4, "usd": 0.02},
+                resources=GPU_TRIAL,
+            ),
+            "fake-broke.yaml",
+        )
+        broke_dir = tmp_path / "runs" / broke.name
+        summary = run_campaign(broke, broke_dir, options).summary
+        assert summary["status"] == "budget exhausted"
+        assert summary["trials_run"] < broke.budget.trials
+        spent = _ledger(broke_dir)["totals"]["usd"]
+        assert spent <= 0.02 * 1.5, spent
+        study = optuna.load_study(study_name=broke.name, storage=rundir.study_url(broke_dir))
+        assert TrialState.RUNNING not in {t.state for t in study.trials}
+        for trial in study.trials:
+            if trial.state is TrialState.COMPLETE:
+                assert sorted(trial.intermediate_values) == [1, 2, 3, 4]
+            if trial.intermediate_values:
+                folder = broke_dir / f"trial_{trial.user_attrs['tune_trial_id']}"
+                assert list(folder.glob("checkpoint_*")), f"{folder} has no checkpoint"
