@@ -8,6 +8,8 @@ Layout of ``runs/<name>/``::
     scheduler_state.json   ASHA rungs and finished trials (survive a driver crash)
     summary.json           outcome counts, best trial, top trials (written at the end)
     best.yaml              the winning configuration, reusable as fixed settings
+    ledger.json            what the nodes cost while the campaign ran, and each trial's
+                           GPU-seconds (the budget guard's books; a resume continues them)
     profile.json           what the trials measured (epoch and start-up time, FLOPs,
                            memory), for `tuner recommend --profile`
     trial_<id>/            Ray Tune trial folders: result.json, progress.csv, checkpoints
