@@ -302,11 +302,27 @@ def _service_config(spec: CampaignSpec, stop_key: str) -> dict[str, Any]:
     }
 
 
+def is_uri(storage: str | None) -> bool:
+    """Whether ``storage`` is a URI (s3://, gs://, file://...) rather than a local path."""
+    return storage is not None and "://" in storage
+
+
+def _storage_root(run_dir: Path, storage: str | None) -> str:
+    """Where Tune keeps the experiment: the run folder's parent, or a storage URI."""
+    return storage.rstrip("/") if storage and is_uri(storage) else str(run_dir.parent.resolve())
+
+
 def _build_tuner(
-    spec: CampaignSpec, run_dir: Path, stream: TextIO | None, *, concurrent: int, stop_key: str
+    spec: CampaignSpec,
+    run_dir: Path,
+    stream: TextIO | None,
+    *,
+    concurrent: int,
+    stop_key: str,
+    storage: str | None = None,
 ) -> tune.Tuner:
     mode = spec.mode.value
-    storage = optuna.storages.RDBStorage(
+    study_storage = optuna.storages.RDBStorage(
         rundir.study_url(run_dir), engine_kwargs={"connect_args": {"timeout": 30}}
     )
     searcher = FidelityOptunaSearch(
@@ -315,7 +331,7 @@ def _build_tuner(
         mode=mode,
         sampler=make_sampler(spec.sampler, spec.space),
         study_name=spec.name,
-        storage=storage,
+        storage=study_storage,
         max_epochs=spec.budget.max_epochs,
         max_trials=spec.budget.trials,
         epoch_attr=EPOCH_ATTR,
@@ -350,7 +366,7 @@ def _build_tuner(
     )
     run_config = tune.RunConfig(
         name=run_dir.name,
-        storage_path=str(run_dir.parent.resolve()),
+        storage_path=_storage_root(run_dir, storage),
         # Stops trials at max_epochs, and all of them when the budget is exhausted.
         stop=GuardLink(stop_key, spec.budget.max_epochs, EPOCH_ATTR),
         checkpoint_config=tune.CheckpointConfig(
@@ -412,6 +428,7 @@ def run_campaign(
     code_dirs: list[str] | None = None,
     profile: Profile | None = None,
     usd_per_gpu_hour: float = 0.0,
+    storage: str | None = None,
 ) -> CampaignResult:
     """Runs a new campaign into ``run_dir`` (which must not exist yet).
 
@@ -426,6 +443,10 @@ def run_campaign(
             and the budget guard can cap concurrency before the first epoch is measured.
         usd_per_gpu_hour: What a GPU-hour costs here, for the predicted vs actual dollars
             (0 for a local run; the ledger prices nodes itself, see ``pricing``).
+        storage: A URI Ray Tune supports (s3://, gs://, file://...) for the experiment's
+            checkpoints and state, as ``RunConfig.storage_path``; trials on any node write
+            there. The run folder keeps the study and the ledger and is copied to
+            ``<storage>/<run folder name>/`` at the end. None: all in the run folder.
 
     Returns:
         The run folder and its summary.
@@ -453,7 +474,11 @@ def run_campaign(
         rundir.write_yaml(run_dir / rundir.CAMPAIGN_FILE, spec.to_dict())
         rundir.write_json(
             run_dir / rundir.RUN_FILE,
-            {"code_dirs": list(code_dirs or []), "stop_key": stop_key},
+            {
+                "code_dirs": list(code_dirs or []),
+                "stop_key": stop_key,
+                **({"storage": storage} if is_uri(storage) else {}),
+            },
         )
         concurrent = max_concurrent_trials(spec, ray.cluster_resources(), cluster)
         guard = _make_guard(
@@ -470,8 +495,12 @@ def run_campaign(
                 profile=profile,
             ),
         )
-        tuner = _build_tuner(spec, run_dir, stream, concurrent=concurrent, stop_key=stop_key)
-        return _fit_and_summarize(spec, run_dir, tuner, stream, guard, cluster)
+        tuner = _build_tuner(
+            spec, run_dir, stream, concurrent=concurrent, stop_key=stop_key, storage=storage
+        )
+        result = _fit_and_summarize(spec, run_dir, tuner, stream, guard, cluster)
+        _upload(run_dir, storage, stream)
+        return result
     finally:
         if started:
             ray.shutdown()
@@ -490,7 +519,10 @@ def resume_campaign(
     repaired = repair_snapshot(run_dir)
     if repaired:
         print(f"repaired Tune snapshot files a crash left damaged: {', '.join(repaired)}")
-    if not tune.Tuner.can_restore(str(run_dir.resolve())):
+    run_info = json.loads((run_dir / rundir.RUN_FILE).read_text())
+    storage = run_info.get("storage")
+    experiment = f"{storage.rstrip('/')}/{run_dir.name}" if storage else str(run_dir.resolve())
+    if not tune.Tuner.can_restore(experiment):
         raise TunerError(
             f"{run_dir}: Ray Tune saved no experiment state here (the driver died before "
             "its first snapshot).\n  To fix: start it again with `tuner run`."
@@ -498,14 +530,13 @@ def resume_campaign(
     options = options or RayOptions()
     _prepare_env(spec)
     pricer = make_pricer(spec)
-    run_info = json.loads((run_dir / rundir.RUN_FILE).read_text())
     stop_key = run_info.get("stop_key")
     ledger = read_ledger(run_dir)
     started = _init_ray(options)
     try:
         cluster = read_cluster(options, joined=_joined(options))
         tuner = tune.Tuner.restore(
-            str(run_dir.resolve()),
+            experiment,
             trainable=_trainable(spec),
             resume_unfinished=True,
             resume_errored=False,
@@ -517,7 +548,9 @@ def resume_campaign(
                 spec, run_dir, ledger, pricer, cluster, concurrent, None, stream, stop_key
             )
         print(f"resuming campaign {spec.name} from {run_dir}", file=stream or sys.stdout)
-        return _fit_and_summarize(spec, run_dir, tuner, stream, guard, cluster)
+        result = _fit_and_summarize(spec, run_dir, tuner, stream, guard, cluster)
+        _upload(run_dir, storage, stream)
+        return result
     finally:
         if started:
             ray.shutdown()
@@ -532,6 +565,24 @@ def check_prices(pricer: NodePricer, cluster: ClusterView) -> None:
             raise TunerError(
                 f"{cluster.config_path}: available_node_types.{node_type.name}.labels: {err}"
             ) from None
+
+
+def _upload(run_dir: Path, storage: str | None, stream: TextIO | None) -> None:
+    """Copies the run folder's own files next to Tune's in the storage URI."""
+    if not is_uri(storage):
+        return
+    import pyarrow.fs  # type: ignore[import-untyped]  # Ray's dependency
+
+    assert storage is not None
+    target = f"{storage.rstrip('/')}/{run_dir.name}"
+    fs, path = pyarrow.fs.FileSystem.from_uri(target)
+    pyarrow.fs.copy_files(
+        str(run_dir.resolve()),
+        path,
+        source_filesystem=pyarrow.fs.LocalFileSystem(),
+        destination_filesystem=fs,
+    )
+    print(f"run folder copied to {target}", file=stream or sys.stdout)
 
 
 def _joined(options: RayOptions) -> bool:

@@ -91,6 +91,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="profile (tuner profile, or a run folder) to predict time and money at start",
     )
     parser.add_argument(
+        "--storage-path",
+        help="where Ray Tune keeps checkpoints and experiment state: a URI Ray supports "
+        "(s3://bucket/path, gs://..., file://...), so trials on every node write there; the "
+        "run folder (study, ledger, summary) is copied to <URI>/<name>/ at the end. A plain "
+        "path (an NFS mount) is the same as --runs-dir",
+    )
+    parser.add_argument(
         "--budget-usd", type=positive_float, help="override budget.usd: dollars the nodes may cost"
     )
     parser.add_argument("--budget-gpu-hours", type=positive_float, help="override budget.gpu_hours")
@@ -184,7 +191,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         seed=args.seed,
         name=args.name,
     )
-    run_dir = new_run_dir(args.runs_dir, spec.name)
+    storage = args.storage_path
+    runs_dir = args.runs_dir
+    if storage is not None and "://" not in storage:
+        runs_dir, storage = Path(storage), None  # a shared folder: the run folder goes there
+    run_dir = new_run_dir(runs_dir, spec.name)
     # Heavy imports (ray, torch) only once the input is known to be good.
     from tuner.campaign import run_campaign
 
@@ -206,6 +217,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         code_dirs=code_dirs,
         profile=profile,
         usd_per_gpu_hour=args.usd_per_gpu_hour,
+        storage=storage,
     )
     return 0
 
