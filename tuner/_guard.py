@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -41,6 +42,7 @@ from tuner.budget import (
     assess,
     expected_epochs_left,
     format_request,
+    node_resources,
     pending_reason,
 )
 from tuner.budget._capacity import bundles_per_node, fits
@@ -50,15 +52,6 @@ logger = logging.getLogger(__name__)
 
 GATE_OPEN, GATE_WAIT, GATE_CLOSED = "open", "wait", "closed"
 NODE_TYPE_LABEL = "tuner.io/node-type"
-_IGNORED_RESOURCES = ("memory", "object_store_memory")
-
-
-def _short_resources(resources: Mapping[str, float]) -> dict[str, float]:
-    return {
-        k: v
-        for k, v in resources.items()
-        if k not in _IGNORED_RESOURCES and not k.startswith("node:")
-    }
 
 
 def _node_table() -> list[dict[str, Any]]:
@@ -101,7 +94,7 @@ def read_nodes(
             continue
         seen = cache.get(node_id)
         if seen is None:
-            resources = _short_resources(node.get("Resources") or {})
+            resources = node_resources(node.get("Resources") or {})
             labels = {str(k): str(v) for k, v in (node.get("Labels") or {}).items()}
             try:
                 rate = pricer.price(resources, labels)
@@ -377,7 +370,6 @@ class BudgetGuard:
     # -- Stopper ---------------------------------------------------------------------------
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-        self._record(trial_id, result)
         epoch = result.get(self._epoch_attr)
         if isinstance(epoch, (int, float)) and epoch >= self._max_epochs:
             return True
@@ -424,7 +416,7 @@ class BudgetGuard:
             if not t.head:
                 rate = self._pricer.price(t.resources, t.labels).usd_per_hour
                 shapes.append((rate, t.resources.get("GPU", 0.0), dict(t.resources)))
-        request = {k: v for k, v in self._request.items() if v > 0}
+        request = self._request
         options = []
         for rate, gpus, resources in shapes:
             per = bundles_per_node(request, resources) if fits(request, resources) else 0
@@ -529,7 +521,7 @@ class BudgetGuard:
                         by_type[t.name] = by_type.get(t.name, 0) + 1
                         break
         return pending_reason(
-            {k: v for k, v in self._request.items() if v > 0},
+            self._request,
             self._node_types,
             totals,
             (),
@@ -538,8 +530,6 @@ class BudgetGuard:
         )
 
     def _say(self, message: str) -> None:
-        import sys
-
         print(f"budget: {message}", file=self._stream or sys.stdout, flush=True)
 
     # -- results ---------------------------------------------------------------------------
@@ -549,7 +539,6 @@ class BudgetGuard:
         with self._lock:
             now = time.time()
             totals = self._ledger.summary(now)
-            idle_share = totals["gpu_node_idle_share"]
         return {
             "limits": {
                 "usd": self._limits.usd,
@@ -557,7 +546,6 @@ class BudgetGuard:
                 "deadline_s": self._limits.deadline_s,
             },
             **totals,
-            "gpu_node_idle_share": idle_share,
             "exhausted": self.exhausted,
             "held_back": self.closed,
             "stopped_by_budget": sorted(self.stopped_by_guard),

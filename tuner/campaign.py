@@ -44,6 +44,7 @@ from tuner.budget import (
     capacity,
     format_request,
     infeasible,
+    node_resources,
     node_types_from_config,
 )
 from tuner.cost import AshaGeometry, CatalogWarning, Profile, load_catalog, profile_from_run
@@ -163,11 +164,7 @@ def read_cluster(options: RayOptions, *, joined: bool) -> ClusterView:
         node_types = node_types_from_config(config)
         raw = config.get("max_workers")
         max_workers = int(raw) if isinstance(raw, (int, float)) else None
-    alive = [
-        {k: float(v) for k, v in (n.get("Resources") or {}).items() if not k.startswith("node:")}
-        for n in ray.nodes()
-        if n.get("Alive")
-    ]
+    alive = [node_resources(n.get("Resources") or {}) for n in ray.nodes() if n.get("Alive")]
     return ClusterView(node_types, max_workers, alive, None if path is None else str(path))
 
 
@@ -634,12 +631,13 @@ def _make_guard(
     stop_key: str,
 ) -> BudgetGuard:
     geometry = AshaGeometry.from_spec(spec)
+    limits = Limits.from_budget(spec.budget)
     epoch_s = profile.epoch_s if profile is not None and profile.trials else None
     guard = BudgetGuard(
         run_dir=run_dir,
         ledger=ledger,
         pricer=pricer,
-        limits=Limits.from_budget(spec.budget),
+        limits=limits,
         geometry=geometry,
         request=trial_request(spec),
         slots=concurrent,
@@ -652,7 +650,6 @@ def _make_guard(
         stop_key=stop_key,
         stream=stream,
     )
-    limits = Limits.from_budget(spec.budget)
     if epoch_s is not None and limits.any and spec.resources.max_concurrent is None:
         usd_s, gpu_s = guard.planned_rates()
         first = (*geometry.decision_epochs(), geometry.max_epochs)[0]
@@ -677,7 +674,7 @@ def _capacity_requested(spec: CampaignSpec, cluster: ClusterView, slots: int) ->
         return
     from ray.autoscaler.sdk import request_resources
 
-    bundle = {k: v for k, v in trial_request(spec).items() if v > 0}
+    bundle = trial_request(spec)
     request_resources(bundles=[bundle] * (slots * spec.resources.workers))
     try:
         yield

@@ -135,7 +135,7 @@ def _ray_args(parser: argparse.ArgumentParser) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from tuner.rundir import new_run_dir
-    from tuner.spec import load_campaign, parse_duration
+    from tuner.spec import load_campaign
 
     path = args.campaign
     if path is None:
@@ -157,30 +157,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     code_dirs = list(dict.fromkeys([str(Path(path).resolve().parent), str(Path.cwd())]))
     add_code_dirs(code_dirs)
     spec = load_campaign(path)
-    time_limit = None
-    if args.time_limit is not None:
-        try:
-            time_limit = parse_duration(args.time_limit)
-        except SpecError as err:
-            raise SpecError(
-                "<cli>",
-                "--time-limit",
-                "not a duration",
-                got=args.time_limit,
-                allowed="seconds or 90s, 10m, 2h, 1h30m",
-            ) from err
-    deadline = None
-    if args.deadline is not None:
-        try:
-            deadline = parse_duration(args.deadline)
-        except SpecError as err:
-            raise SpecError(
-                "<cli>",
-                "--deadline",
-                "not a duration",
-                got=args.deadline,
-                allowed="seconds or 90s, 10m, 2h, 1h30m",
-            ) from err
+    time_limit = _duration_flag(args.time_limit, "--time-limit")
+    deadline = _duration_flag(args.deadline, "--deadline")
     spec = spec.with_overrides(
         usd=args.budget_usd,
         gpu_hours=args.budget_gpu_hours,
@@ -220,6 +198,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
         storage=storage,
     )
     return 0
+
+
+def _duration_flag(value: str | None, flag: str) -> float | None:
+    """A duration flag's seconds (None when not given); SpecError naming the flag."""
+    from tuner.spec import parse_duration
+
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except SpecError as err:
+        raise SpecError(
+            "<cli>", flag, "not a duration", got=value, allowed="seconds or 90s, 10m, 2h, 1h30m"
+        ) from err
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:

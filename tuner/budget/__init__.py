@@ -12,6 +12,7 @@ from tuner.budget._capacity import (
     fits,
     format_request,
     infeasible,
+    node_resources,
     node_types_from_config,
     pending_reason,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "fits",
     "format_request",
     "infeasible",
+    "node_resources",
     "node_types_from_config",
     "pending_reason",
 ]

@@ -26,6 +26,13 @@ class NodeType:
     head: bool = False
 
 
+def node_resources(resources: Mapping[str, float]) -> dict[str, float]:
+    """A node's resources without Ray's bookkeeping ones (memory, ``node:<ip>``)."""
+    return {
+        k: float(v) for k, v in resources.items() if k not in _IGNORED and not k.startswith("node:")
+    }
+
+
 def format_request(request: Mapping[str, float]) -> str:
     """``{GPU: 2, CPU: 8}``: a resource request as people write it."""
     order = sorted(request, key=lambda k: (k not in ("GPU", "CPU"), k != "GPU", k))

@@ -72,16 +72,13 @@ class TrialRecord:
     node_ip: str = ""
     intervals: list[list[float | None]] = field(default_factory=list)
 
-    def busy_s(self, now: float) -> float:
-        """Seconds the trial held its slot (running intervals, to ``now`` if running)."""
-        return sum(((end if end is not None else now) - start) for start, end in self._closed())
-
-    def _closed(self) -> list[tuple[float, float | None]]:
-        return [(float(s), e) for s, e in self.intervals if s is not None]
-
     def spans(self, now: float) -> list[tuple[float, float]]:
         """Running intervals, an open one ending at ``now``."""
-        return [(s, e if e is not None else now) for s, e in self._closed()]
+        return [(float(s), e if e is not None else now) for s, e in self.intervals if s is not None]
+
+    def busy_s(self, now: float) -> float:
+        """Seconds the trial held its slot (running intervals, to ``now`` if running)."""
+        return sum(end - start for start, end in self.spans(now))
 
 
 class Ledger:
