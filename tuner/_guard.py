@@ -428,6 +428,11 @@ class BudgetGuard:
 
     def _check(self, now: float, *, force: bool = False) -> None:
         if not force and now - self._last_check < self._check_s:
+            # The verdict (spend, outlook) is refreshed once per check period; the gate
+            # follows the live count at every call, or a freed slot would wait for the
+            # next period while Tune's own loop sleeps a second per refusal.
+            with self._lock:
+                self._decide_gate()
             return
         self._last_check = now
         with self._lock:
@@ -462,23 +467,28 @@ class BudgetGuard:
             self._verdict = verdict
             if verdict.exhausted and self.exhausted is None:
                 self._exhaust(verdict.reason, now)
-            if self.exhausted is not None:
-                self._gate = GATE_CLOSED
-            elif not verdict.launch:
-                # Held back; when nothing runs any more, nothing will free money: done.
-                self._gate = GATE_CLOSED if self._live == 0 else GATE_WAIT
-                if self._gate == GATE_CLOSED:
-                    self.closed = verdict.reason
-                if verdict.reason != self._gate_reason_shown:
-                    self._say(verdict.reason)
-                    self._gate_reason_shown = verdict.reason
-            elif self._live >= self.slots:
-                self._gate = GATE_WAIT
-            else:
-                self._gate = GATE_OPEN
+            self._decide_gate()
             if force or now - self._last_save >= self._save_s:
                 self._last_save = now
                 self.save()
+
+    def _decide_gate(self) -> None:
+        """Sets the gate from the last verdict and the live count (holding the lock)."""
+        verdict = self._verdict
+        if self.exhausted is not None:
+            self._gate = GATE_CLOSED
+        elif not verdict.launch:
+            # Held back; when nothing runs any more, nothing will free money: done.
+            self._gate = GATE_CLOSED if self._live == 0 else GATE_WAIT
+            if self._gate == GATE_CLOSED:
+                self.closed = verdict.reason
+            if verdict.reason != self._gate_reason_shown:
+                self._say(verdict.reason)
+                self._gate_reason_shown = verdict.reason
+        elif self._live >= self.slots:
+            self._gate = GATE_WAIT
+        else:
+            self._gate = GATE_OPEN
 
     def _exhaust(self, reason: str, now: float) -> None:
         from ray.experimental import internal_kv
