@@ -196,6 +196,9 @@ class _ProcessTracker(threading.Thread):
             stat = _read_stat(pid)
             if stat is not None:
                 stats[pid] = stat
+        # A process found gone died before this read of /proc ended (a kill during the
+        # read would otherwise be stamped before it happened).
+        read_end = time.time()
         with self.lock:
             alive_pids = {
                 key[0]
@@ -248,7 +251,7 @@ class _ProcessTracker(threading.Thread):
                     continue
                 stat = stats.get(pid)
                 if stat is None or stat[3] != ticks or stat[0] in ("Z", "X"):
-                    info.ended_at = now
+                    info.ended_at = read_end
                     continue
                 info.last_seen = now
                 if now - info.first_seen < 5.0:  # forked, maybe not exec'd yet: re-read
