@@ -35,15 +35,26 @@ def load_config_file(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise SpecError(str(path), "file", "cannot read config file", got=err.strerror) from None
+    except UnicodeDecodeError as err:
+        raise SpecError(
+            str(path),
+            "file",
+            "not a UTF-8 text file",
+            got=str(err),
+            fix="save the config file as YAML with UTF-8 encoding",
+        ) from None
     data = load_yaml(text, str(path))
     if isinstance(data, Mapping) and isinstance(data.get("config"), Mapping):
         data = data["config"]
     if not isinstance(data, Mapping) or not data:
+        empty = data is None or isinstance(data, Mapping)
         raise SpecError(
             str(path),
             "config",
-            "expected a mapping of hyperparameter names to values",
-            got=type(data).__name__,
+            "names no hyperparameter"
+            if empty
+            else "expected a mapping of hyperparameter names to values",
+            got=data if empty else type(data).__name__,
             fix="pass a best.yaml written by `tuner run`, or a YAML mapping like `lr: 0.01`",
         )
     return {str(k): v for k, v in data.items()}

@@ -17,15 +17,38 @@ def read_rows(
     """Yields ``(line_number, row)`` for each data row after checking the header."""
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: spreadsheet programs start their CSV files with a byte-order mark.
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as err:
         raise SpecError(
             source, "file", "cannot read catalog file", got=str(err), fix="check the path"
         ) from err
+    except UnicodeDecodeError as err:
+        raise SpecError(
+            source,
+            "file",
+            "not a UTF-8 text file",
+            got=str(err),
+            fix="save the catalog as CSV with UTF-8 encoding",
+        ) from None
     reader = csv.DictReader(text.splitlines())
+    try:
+        yield from _rows(source, reader, required, optional)
+    except csv.Error as err:
+        raise SpecError(
+            source, f"line {reader.line_num + 1}", "malformed CSV", got=str(err)
+        ) from None
+
+
+def _rows(
+    source: str,
+    reader: csv.DictReader[str],
+    required: Collection[str],
+    optional: Collection[str],
+) -> Iterator[tuple[int, dict[str, str]]]:
     header = [name.strip() for name in reader.fieldnames or []]
     known = [*required, *optional]
-    for name in header:
+    for i, name in enumerate(header):
         if name not in known:
             raise SpecError(
                 source,
@@ -34,6 +57,10 @@ def read_rows(
                 got=name,
                 allowed=", ".join(known),
                 suggestion=closest(name, known),
+            )
+        if name in header[:i]:
+            raise SpecError(
+                source, "line 1", "duplicate column", got=name, fix="keep one of the two columns"
             )
     missing = [name for name in required if name not in header]
     if missing:
@@ -46,6 +73,15 @@ def read_rows(
             fix=f"add the column(s) {', '.join(missing)} to the header",
         )
     for row in reader:
+        extra = [value for value in row.get(None) or [] if value.strip()]
+        if extra:  # an unquoted comma shifts every field after it
+            raise SpecError(
+                source,
+                f"line {reader.line_num}",
+                f"more fields than the header's {len(header)} columns",
+                got=extra,
+                fix='quote fields that contain a comma, e.g. "a, b"',
+            )
         clean = {
             (key or "").strip(): (value or "").strip()
             for key, value in row.items()
@@ -110,7 +146,7 @@ class RowReader:
         raw = self.text(column, required=required)
         if not raw:
             return None
-        if not raw.isdigit():
+        if not (raw.isascii() and raw.isdigit()):  # "²".isdigit(), but int("²") fails
             raise SpecError(
                 self.source,
                 self.path(column),

@@ -198,6 +198,14 @@ class Profile:
         for key in ("campaign", "trainable", "device", "precision", "trials"):
             if key not in data:
                 raise SpecError(source, key, "missing key", fix="measure it again")
+        if not isinstance(data["trials"], list):
+            raise SpecError(
+                source,
+                "trials",
+                "must be a list of trial records",
+                got=type(data["trials"]).__name__,
+                fix="measure it again",
+            )
         trials = []
         for i, raw in enumerate(data["trials"]):
             try:
@@ -211,7 +219,7 @@ class Profile:
                     total_s=float(raw.get("total_s", 0.0)),
                     metrics=dict(raw.get("metrics", {})),
                 )
-            except (KeyError, TypeError, ValueError) as err:
+            except (KeyError, TypeError, ValueError, OverflowError) as err:
                 raise SpecError(
                     source, f"trials[{i}]", "malformed trial record", got=str(err)
                 ) from None
@@ -250,7 +258,7 @@ def load_profile(path: str | Path) -> Profile:
             got=err.strerror,
             fix="pass a file written by `tuner profile`, or a run folder of `tuner run`",
         ) from None
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:  # RecursionError: nested too deeply
         raise SpecError(str(file), "file", "not JSON", got=str(err)) from None
     return Profile.from_dict(data, source=str(file))
 

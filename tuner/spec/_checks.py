@@ -82,8 +82,12 @@ class Checker:
         elif ge is not None:
             rule += f" >= {ge:g}"
         if isinstance(value, bool) or not isinstance(value, int | float):
-            self.fail(path, rule, got=value)
-        if not math.isfinite(value):
+            self.fail(path, rule, got=value, fix=_number_fix(value))
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an int beyond the float range
+            finite = False
+        if not finite:
             self.fail(path, "must be a finite number", got=value)
         if (gt is not None and value <= gt) or (ge is not None and value < ge):
             self.fail(path, rule, got=value)
@@ -119,6 +123,18 @@ class Checker:
             suggestion=closest(value, names) if isinstance(value, str) else None,
             fix=fix,
         )
+
+
+# YAML 1.1 (PyYAML) reads 1e-3 as a string: its floats need a '.' before the exponent.
+_NO_DOT_EXPONENT = re.compile(r"([-+]?\d+)([eE][-+]?\d+)")
+
+
+def _number_fix(value: Any) -> str | None:
+    """How to write a number YAML read as a string (``1e-3``), else None."""
+    match = _NO_DOT_EXPONENT.fullmatch(value.strip()) if isinstance(value, str) else None
+    if match is None:
+        return None
+    return f"write {match[1]}.0{match[2]}: YAML reads {value} (no '.' before the exponent) as text"
 
 
 # Ray Tune names folders after the campaign, so keep it to path-safe characters.

@@ -43,7 +43,10 @@ def _to_seconds(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond the float range
+            return math.inf
     if not isinstance(value, str):
         return None
     text = value.strip().lower()

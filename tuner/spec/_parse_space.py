@@ -77,13 +77,13 @@ def parse_space(ck: Checker, value: Any, path: str = "space") -> Space:
 def _param_kind(ck: Checker, spec: Mapping[str, Any], path: str) -> str:
     if "type" in spec:
         kind = spec["type"]
-        if kind not in _KEYS:
+        if not isinstance(kind, str) or kind not in _KEYS:
             ck.fail(
                 join(path, "type"),
                 "unknown parameter type",
                 got=kind,
                 allowed=list(_KEYS),
-                suggestion=closest(kind, _KEYS),
+                suggestion=closest(kind, _KEYS) if isinstance(kind, str) else None,
             )
         return str(kind)
     if "value" in spec:
@@ -148,6 +148,13 @@ def _parse_float(
         if log:
             ck.fail(join(path, "step"), "cannot be combined with log: true", got=spec["step"])
         ratio = (high - low) / step
+        if not math.isfinite(ratio):
+            ck.fail(
+                join(path, "step"),
+                f"is too small for high - low = {high - low:g} (too many grid points)",
+                got=spec["step"],
+                fix="use a larger step, or drop step for a continuous range",
+            )
         if abs(ratio - round(ratio)) > 1e-9 * max(1.0, ratio):
             ck.fail(
                 join(path, "step"),

@@ -13,6 +13,14 @@ from tuner.spec._checks import join
 from tuner.spec._parse import parse_campaign
 
 
+class _BadScalarError(yaml.constructor.ConstructorError):
+    """A value that its (implicit or explicit) tag cannot read; ``tag`` is its short name."""
+
+    def __init__(self, problem: str, mark: yaml.Mark, tag: str) -> None:
+        super().__init__(None, None, problem, mark)
+        self.tag = tag
+
+
 class StrictLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that rejects duplicate mapping keys.
 
@@ -23,9 +31,41 @@ class StrictLoader(yaml.SafeLoader):
     def __init__(self, stream: str, source: str) -> None:
         super().__init__(stream)
         self.source = source
+        # Nodes being walked (an alias back to one of them is a cycle) and walked already
+        # (an alias repeated many times is walked once).
+        self._walking: set[int] = set()
+        self._walked: set[int] = set()
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """PyYAML's, but a scalar its tag cannot read (``2024-13-45``, ``!!int abc``)
+        raises a ConstructorError at the node instead of ValueError, KeyError, ..."""
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError) as exc:
+            tag = str(node.tag).rsplit(":", 1)[-1]
+            what = repr(node.value) if isinstance(node, yaml.ScalarNode) else "the value"
+            detail = f": {exc}" if str(exc) and not isinstance(exc, KeyError) else ""
+            raise _BadScalarError(
+                f"cannot read {what} as {tag}{detail}", node.start_mark, tag
+            ) from exc
 
     def check_duplicates(self, node: yaml.Node, path: str = "") -> None:
-        """Walk the composed node tree; raise SpecError on a repeated key."""
+        """Walk the composed node tree; raise SpecError on a repeated key or a cycle."""
+        if id(node) in self._walking:
+            raise SpecError(
+                self.source,
+                path or "top level",
+                "an alias refers to a mapping or list that contains it (a recursive value)",
+                fix="replace the alias by a copy of the values it should stand for",
+            )
+        if id(node) in self._walked or not isinstance(node, yaml.CollectionNode):
+            return
+        self._walking.add(id(node))
+        self._check_children(node, path)
+        self._walking.discard(id(node))
+        self._walked.add(id(node))
+
+    def _check_children(self, node: yaml.CollectionNode, path: str) -> None:
         if isinstance(node, yaml.MappingNode):
             first_line: dict[tuple[str, str], int] = {}
             for key_node, value_node in node.value:
@@ -52,8 +92,10 @@ class StrictLoader(yaml.SafeLoader):
 
 def load_yaml(text: str, source: str) -> Any:
     """Parse YAML text safely; syntax errors and duplicate keys become SpecError."""
-    loader = StrictLoader(text, source)
+    loader = None
     try:
+        # The reader rejects control characters (NUL, ...) as soon as it is made.
+        loader = StrictLoader(text, source)
         node = loader.get_single_node()
         if node is None:
             return None
@@ -63,11 +105,32 @@ def load_yaml(text: str, source: str) -> Any:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "top level"
         problem = exc.problem or exc.context or "invalid YAML"
-        raise SpecError(source, where, f"invalid YAML: {problem}") from exc
+        fix = None
+        if isinstance(exc, _BadScalarError):
+            fix = f"quote the value to keep it a string, or write a valid {exc.tag}"
+        raise SpecError(source, where, f"invalid YAML: {problem}", fix=fix) from exc
+    except yaml.reader.ReaderError as exc:  # a control character; it has no mark
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - text.rfind("\n", 0, exc.position)
+        raise SpecError(
+            source,
+            f"line {line}, column {column}",
+            f"invalid YAML: unacceptable character #x{exc.character:04x} "
+            "(control characters are not allowed)",
+            fix="delete the character",
+        ) from exc
     except yaml.YAMLError as exc:
         raise SpecError(source, "top level", f"invalid YAML: {exc}") from exc
+    except RecursionError:
+        raise SpecError(
+            source,
+            "top level",
+            "invalid YAML: nested too deeply",
+            fix="flatten the nesting of lists and mappings",
+        ) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_campaign(path: str | os.PathLike[str], *, check_trainable: bool = True) -> CampaignSpec:
@@ -92,7 +155,11 @@ def load_campaign(path: str | os.PathLike[str], *, check_trainable: bool = True)
         raise TunerError(f"{source}: no such campaign file") from None
     except IsADirectoryError:
         raise TunerError(f"{source}: is a directory, not a campaign file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise TunerError(
+            f"{source}: cannot read campaign file: {exc}\n  To fix: save it with UTF-8 encoding"
+        ) from None
+    except OSError as exc:
         raise TunerError(f"{source}: cannot read campaign file: {exc}") from None
     data = load_yaml(text, source)
     if data is None:
