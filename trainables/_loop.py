@@ -7,7 +7,8 @@ A model module builds a :class:`Task` (data tensors, a model factory, a loss) an
 validation), ``samples_per_s`` (training samples per second of training time) and
 ``sparsity`` (fraction of zero conv/linear weights), ``train_time_s`` and ``train_samples``
 (the training part of the epoch) and ``tuner_device``; a report that
-ends the trial early (divergence, plateau) adds ``tuner_stop_reason``.
+ends the trial early (divergence, plateau) adds ``tuner_stop_reason``, and the first report
+of a run whose checkpoint was bad adds ``tuner_checkpoint_fallback`` (see below).
 
 Measurement (:mod:`trainables._measure`): ``step_time_s`` (mean compute time of an
 optimizer step), ``data_wait_share`` (share of training time spent producing batches),
@@ -25,9 +26,14 @@ warm-up (:mod:`trainables._schedule`), label smoothing, gradient clipping, gradi
 accumulation, magnitude pruning (:mod:`trainables._prune`) and the task's own train-time
 augmentation (:attr:`Task.augment`), which draws from a generator seeded by the trial seed.
 
-Checkpoints (a directory holding ``state.pt``) carry everything needed to continue with
-the same data order and random streams, so an interrupted and restored run matches an
-uninterrupted one (bitwise on CPU); a pruned model is saved with its masks.
+Checkpoints (a directory holding ``state.pt`` and ``manifest.json``) carry everything
+needed to continue with the same data order and random streams, so an interrupted and
+restored run matches an uninterrupted one (bitwise on CPU); a pruned model is saved with its
+masks. A checkpoint is verified before it is restored (:mod:`trainables._checkpoint`): a bad
+one (partly written or copied, corrupted) falls back, with a warning, to the newest good
+earlier checkpoint of the trial, or to a fresh start, and the first report says so in
+``tuner_checkpoint_fallback`` (``"<bad> -> <used>"``, ``<used>`` being ``none`` for a fresh
+start).
 """
 
 from __future__ import annotations
@@ -36,7 +42,6 @@ import contextlib
 import functools
 import itertools
 import math
-import os
 import random
 import tempfile
 import time
@@ -49,7 +54,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainables import _batches, _cuda, _measure, _prune, _telemetry
+from trainables import _batches, _checkpoint, _cuda, _measure, _prune, _telemetry
 from trainables._config import RESERVED_PREFIX, LoopConfig
 from trainables._plateau import Plateau
 from trainables._schedule import LRSchedule
@@ -57,6 +62,7 @@ from trainables._session import Session
 
 __all__ = [
     "CHECKPOINT_FILE",
+    "FALLBACK_KEY",
     "RESERVED_PREFIX",
     "Augment",
     "Task",
@@ -65,12 +71,18 @@ __all__ = [
     "train_step",
 ]
 
-CHECKPOINT_FILE = "state.pt"
+CHECKPOINT_FILE = _checkpoint.CHECKPOINT_FILE
 # 2: LambdaLR/OneCycleLR scheduler state, augmentation generator, pruning masks.
 # 3: plateau tracker state (best value and its epoch).
-_STATE_FORMAT = 3
+# 4: the same state, always with a manifest (size and SHA-256 of state.pt).
+_STATE_FORMAT = 4
 # Format 2 lacks only the plateau state: such a trial resumes counting from its restore.
-_READABLE_FORMATS = (2, 3)
+_READABLE_FORMATS = (2, 3, 4)
+# Written before manifests: restored unverified when they load (a format-4 state without its
+# manifest is a partial write).
+_UNVERIFIED_FORMATS = (2, 3)
+# First-report key of a run whose handed checkpoint was bad: "<bad> -> <used>".
+FALLBACK_KEY = f"{RESERVED_PREFIX}checkpoint_fallback"
 # The augmentation stream is seeded apart from the data order (seed + this).
 _AUGMENT_SEED_OFFSET = 1
 # Samples in the one batch whose FLOPs are counted per trial.
@@ -140,7 +152,8 @@ def choose_device(requested: str, session: Session) -> torch.device:
 def fit(config: dict[str, Any], task: Task, session: Session) -> None:
     """Trains ``task`` to ``tuner_max_epochs``, reporting and checkpointing each epoch.
 
-    Resumes from the session's checkpoint when there is one. Ends the trial itself at the
+    Resumes from the session's checkpoint when there is one (or, when it is bad, from the
+    newest good earlier one: see :mod:`trainables._checkpoint`). Ends the trial itself at the
     last epoch, and with ``tuner_stop_reason`` when a loss stops being finite or the
     objective plateaus (``plateau_patience``).
 
@@ -159,12 +172,19 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
         torch.set_num_threads(threads)
     device = choose_device(cfg.device, session)
     with session.checkpoint_dir() as directory:
-        state = _load_state(directory) if directory is not None else None
+        state, fallback = _restore(session, directory) if directory is not None else (None, None)
+    # What the restore fell back to goes into the run's first report, and only that one.
+    first_extra = {FALLBACK_KEY: fallback} if fallback is not None else {}
+
+    def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        session.report({**metrics, **first_extra} if first_extra else metrics, checkpoint_dir)
+        first_extra.clear()
+
     if state is not None and (
         state["epoch"] >= cfg.max_epochs or "tuner_stop_reason" in state["metrics"]
     ):
         # Already finished (e.g. a restarted trial): tell the scheduler again, train nothing.
-        session.report(dict(state["metrics"]), None)
+        report(dict(state["metrics"]), None)
         return
 
     _seed_everything(cfg.seed)
@@ -303,7 +323,7 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
                 metrics["tuner_stop_reason"] = (
                     f"diverged: train loss is {train_loss} at epoch {epoch}"
                 )
-                session.report({**metrics, **_device_metrics(device, telemetry)}, None)
+                report({**metrics, **_device_metrics(device, telemetry)}, None)
                 return
             if epoch == prune_epoch and not _prune.is_pruned(model):
                 # After training epoch P, so its validation already scores the pruned model.
@@ -316,7 +336,7 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
             metrics.update(_device_metrics(device, telemetry))
             if not math.isfinite(val_loss):
                 metrics["tuner_stop_reason"] = f"diverged: val loss is {val_loss} at epoch {epoch}"
-                session.report(metrics, None)
+                report(metrics, None)
                 return
             metrics["val_loss"], metrics["val_acc"] = val_loss, val_acc
             stop = plateau.update(epoch, metrics[cfg.plateau_metric])
@@ -347,10 +367,10 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
                 if paused is not None:
                     metrics = {**metrics, "tuner_stop_reason": paused}
                 with tempfile.TemporaryDirectory() as out:
-                    torch.save(state, os.path.join(out, CHECKPOINT_FILE))
-                    session.report(metrics, out)
+                    _checkpoint.write(out, state)
+                    report(metrics, out)
             else:
-                session.report(metrics, None)
+                report(metrics, None)
             if stop is not None or paused is not None:
                 return
 
@@ -541,17 +561,22 @@ def _set_rng_state(
     augment_rng.set_state(rng["augment"])
 
 
-def _load_state(directory: str) -> dict[str, Any]:
-    path = os.path.join(directory, CHECKPOINT_FILE)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(
-            f"Checkpoint directory {directory!r} has no {CHECKPOINT_FILE!r}; it was not "
-            "written by trainables._loop.fit."
-        )
-    state: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
-    if state.get("format") not in _READABLE_FORMATS:
+def _restore(session: Session, directory: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The state to resume from (None: from scratch) and the fallback taken, if any.
+
+    A session may list the handed checkpoint's earlier ones itself (``checkpoint_lineage``,
+    as :class:`~trainables._session.RaySession` does for remote storage); otherwise they
+    are its sibling directories on the local disk.
+
+    Raises:
+        ValueError: A good checkpoint holds a state format this version cannot read.
+    """
+    lineage = getattr(session, "checkpoint_lineage", None) or _checkpoint.local_lineage
+    restored = _checkpoint.restore(directory, lineage, unverified_formats=_UNVERIFIED_FORMATS)
+    state = restored.state
+    if state is not None and state.get("format") not in _READABLE_FORMATS:
         raise ValueError(
-            f"Checkpoint {path!r} has format {state.get('format')!r}; this version reads "
+            f"Checkpoint {directory!r} has format {state.get('format')!r}; this version reads "
             f"formats {list(_READABLE_FORMATS)}."
         )
-    return state
+    return state, restored.fallback

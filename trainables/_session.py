@@ -3,18 +3,27 @@
 The loop talks only to a :class:`Session`, so the same code runs inside a Ray Tune trial
 (:class:`RaySession`) and in plain unit tests or profiling runs (:class:`LocalSession`).
 Ray is imported lazily, only by :class:`RaySession`.
+
+Besides the :class:`Session` methods, a session may define ``checkpoint_lineage(directory)``
+(see :meth:`RaySession.checkpoint_lineage`): the handed checkpoint and its trial's earlier
+ones, for the loop to fall back to when the handed one is bad. Without it the loop looks at
+the checkpoint's sibling directories on the local disk.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
+import posixpath
 import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from trainables import _checkpoint
 
 __all__ = [
     "LocalSession",
@@ -71,6 +80,34 @@ def stop_signal(key: str | None) -> str | None:
     return value.decode() if value else None
 
 
+def ray_lineage(checkpoint: Any, directory: str) -> list[_checkpoint.Located]:
+    """A Ray checkpoint (at ``directory`` locally) and its trial's earlier checkpoints.
+
+    On a local or mounted filesystem these are the sibling directories; on remote storage
+    (a pyarrow filesystem such as GCS or S3) the siblings are listed there, and each is
+    downloaded only when the loop tries it.
+    """
+    pafs: Any = importlib.import_module("pyarrow.fs")  # Ray's dependency; no type stubs
+    fs, path = checkpoint.filesystem, str(checkpoint.path).rstrip("/")
+    if isinstance(fs, pafs.LocalFileSystem):
+        return _checkpoint.local_lineage(directory)
+    scheme = fs.type_name
+
+    def located(fs_path: str, at: Any) -> _checkpoint.Located:
+        return _checkpoint.Located(f"{scheme}://{fs_path}", at)
+
+    lineage = [located(path, lambda: contextlib.nullcontext(directory))]
+    parent, name = posixpath.split(path)
+    if _checkpoint.checkpoint_index(name) is None:
+        return lineage
+    infos = fs.get_file_info(pafs.FileSelector(parent))
+    names = [i.base_name for i in infos if i.type == pafs.FileType.Directory]
+    for earlier in _checkpoint.earlier_indices(names, name):
+        other = type(checkpoint)(posixpath.join(parent, earlier), filesystem=fs)
+        lineage.append(located(other.path, other.as_directory))
+    return lineage
+
+
 @contextlib.contextmanager
 def _local_dir(checkpoint: Any) -> Iterator[str | None]:
     """A Ray checkpoint (Tune's or Train's) as a local directory, or None without one."""
@@ -91,11 +128,21 @@ class RaySession:
         checkpoint = tune.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None
         tune.report(metrics, checkpoint=checkpoint)
 
-    def checkpoint_dir(self) -> contextlib.AbstractContextManager[str | None]:
-        """Yields the trial's restored checkpoint as a local directory, or None."""
+    def _ray_checkpoint(self) -> Any:
         from ray import tune
 
-        return _local_dir(tune.get_checkpoint())
+        return tune.get_checkpoint()
+
+    def checkpoint_dir(self) -> contextlib.AbstractContextManager[str | None]:
+        """Yields the trial's restored checkpoint as a local directory, or None."""
+        return _local_dir(self._ray_checkpoint())
+
+    def checkpoint_lineage(self, directory: str) -> list[_checkpoint.Located]:
+        """The restored checkpoint (at ``directory``) and its earlier ones (:func:`ray_lineage`)."""
+        checkpoint = self._ray_checkpoint()
+        if checkpoint is None:
+            return _checkpoint.local_lineage(directory)
+        return ray_lineage(checkpoint, directory)
 
     def gpu_ids(self) -> list[Any]:
         """The GPU ids Ray assigned to this trial (CUDA_VISIBLE_DEVICES is set to them)."""
@@ -137,11 +184,14 @@ class TrainWorkerSession(RaySession):
             checkpoint = train.Checkpoint.from_directory(checkpoint_dir)
         train.report(metrics, checkpoint=checkpoint)
 
-    def checkpoint_dir(self) -> contextlib.AbstractContextManager[str | None]:
-        """Yields the run's latest checkpoint (the same one on every worker), or None."""
+    def _ray_checkpoint(self) -> Any:
         from ray import train
 
-        return _local_dir(train.get_checkpoint())
+        return train.get_checkpoint()
+
+    def checkpoint_dir(self) -> contextlib.AbstractContextManager[str | None]:
+        """Yields the run's latest checkpoint (the same one on every worker), or None."""
+        return _local_dir(self._ray_checkpoint())
 
     def rank_and_world(self) -> tuple[int, int]:
         """Rank and world size from Ray Train's context."""

@@ -13,6 +13,7 @@ import torch
 
 from tests.trainables._support import Preempted, PreemptedSession, checkpoint_weights
 from trainables import BUILTINS, digits, tabular
+from trainables._checkpoint import MANIFEST_FILE
 from trainables._loop import CHECKPOINT_FILE, RESERVED_PREFIX, choose_device
 from trainables._session import LocalSession
 
@@ -143,7 +144,7 @@ def test_checkpoint_cadence(tmp_path: Path) -> None:
     assert saved == [2, 4, 5]
     for r in session.reports:
         if r.checkpoint is not None:
-            assert os.listdir(r.checkpoint) == [CHECKPOINT_FILE]
+            assert sorted(os.listdir(r.checkpoint)) == [MANIFEST_FILE, CHECKPOINT_FILE]
 
 
 def test_same_session_resumes_from_its_own_checkpoint(tmp_path: Path) -> None:

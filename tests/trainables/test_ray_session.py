@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +11,8 @@ from typing import Any
 import pytest
 
 from trainables import digits
-from trainables._loop import CHECKPOINT_FILE
+from trainables._checkpoint import MANIFEST_FILE
+from trainables._loop import CHECKPOINT_FILE, FALLBACK_KEY
 from trainables._session import RaySession
 
 pytestmark = pytest.mark.ray
@@ -40,7 +42,7 @@ def test_digits_under_ray_tune_reports_and_resumes(local_ray: None, tmp_path: Pa
     assert "tuner_stop_reason" not in result.metrics
     assert result.checkpoint is not None
     with result.checkpoint.as_directory() as directory:
-        assert os.listdir(directory) == [CHECKPOINT_FILE]
+        assert sorted(os.listdir(directory)) == [MANIFEST_FILE, CHECKPOINT_FILE]
 
 
 def test_failed_trial_resumes_from_its_checkpoint(local_ray: None, tmp_path: Path) -> None:
@@ -72,3 +74,45 @@ def test_failed_trial_resumes_from_its_checkpoint(local_ray: None, tmp_path: Pat
     assert result.error is None and marker.exists()
     # Started from scratch, the retry would report epoch 1 again.
     assert list(result.metrics_dataframe["epoch"]) == [1, 2, 3]
+
+
+def test_corrupted_latest_checkpoint_falls_back_under_ray(local_ray: None, tmp_path: Path) -> None:
+    marker = tmp_path / "failed_once"
+    storage = tmp_path / "storage"
+
+    def corrupting_train(config: dict[str, Any]) -> None:
+        class CorruptOnceSession(RaySession):
+            def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+                super().report(metrics, checkpoint_dir)  # Ray has persisted it on return
+                if metrics["epoch"] == 2 and not marker.exists():
+                    marker.touch()
+                    latest = max(storage.glob("fallback/*/checkpoint_*"))
+                    state = latest / CHECKPOINT_FILE
+                    data = state.read_bytes()
+                    state.write_bytes(data[: len(data) // 2])  # a partly copied state
+                    raise RuntimeError("simulated node loss after epoch 2")
+
+        digits.train(config, CorruptOnceSession())
+
+    config = {"channels": 8, "hidden": 16, "tuner_max_epochs": 3}
+    tuner = tune.Tuner(
+        tune.with_resources(corrupting_train, {"cpu": 1}),
+        param_space=config,
+        run_config=tune.RunConfig(
+            name="fallback",
+            storage_path=str(storage),
+            verbose=0,
+            failure_config=tune.FailureConfig(max_failures=1),
+        ),
+    )
+    (result,) = tuner.fit()
+    assert result.error is None and marker.exists()
+    rows = [json.loads(line) for line in Path(result.path, "result.json").read_text().splitlines()]
+    # The retry was handed epoch 2's (truncated) checkpoint and resumed from epoch 1's.
+    assert [r["epoch"] for r in rows] == [1, 2, 2, 3]
+    assert [r.get(FALLBACK_KEY) for r in rows] == [
+        None,
+        None,
+        "checkpoint_000001 -> checkpoint_000000",
+        None,
+    ]
