@@ -7,6 +7,11 @@ trials that reached ``max_epochs`` and PRUNED for trials stopped earlier (see
 and (4) after a restore reconciles the SQLite study with Tune's snapshot: trials the dead
 driver asked for but never handed to Tune are marked FAIL ("orphaned"), and trials already
 finished in the study are never told twice.
+
+A FAIL also gets a ``failure`` kind and a ``failure_message`` naming the trial, its config
+and what went wrong (user attributes, so summary.json and ``tuner show`` have them); the
+failure watch (``tuner._failures``) prints it and counts it against
+``failure.max_failed_trials``, past which no new trial is suggested.
 """
 
 from __future__ import annotations
@@ -21,13 +26,16 @@ from optuna.trial import TrialState
 from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
-from tuner.outcome import Decision, Outcome, decide_outcome
+from tuner._failures import watch_for
+from tuner.outcome import Decision, Failure, Outcome, decide_outcome, failure_message
 
 logger = logging.getLogger(__name__)
 
 TUNE_TRIAL_ID_ATTR = "tune_trial_id"
 STOP_REASON_ATTR = "stop_reason"
 EPOCHS_ATTR = "epochs"
+FAILURE_ATTR = "failure"
+FAILURE_MESSAGE_ATTR = "failure_message"
 ORPHAN_REASON = "orphaned: started after Tune's last snapshot before the driver died; not resumable"
 
 _OPTUNA_STATE = {
@@ -72,6 +80,9 @@ class FidelityOptunaSearch(OptunaSearch):
         self._untracked_trials = 0
 
     def suggest(self, trial_id: str) -> dict[Any, Any] | None:
+        watch = watch_for(self._gate_key)
+        if watch is not None and watch.reached and trial_id not in self._ot_trials:
+            return Searcher.FINISHED  # type: ignore[return-value]  # the failure limit
         # A trial that finished after Tune's last snapshot is in the study but unknown to the
         # restored Tune run; count it so the campaign asks for exactly max_trials.
         if (
@@ -123,12 +134,18 @@ class FidelityOptunaSearch(OptunaSearch):
         ot_trial = self._ot_trials.get(trial_id)
         if ot_trial is None or trial_id in self._already_final:
             return
+        watch = watch_for(self._gate_key)
+        error_info = watch.error_of(trial_id) if watch is not None else None
+        if error_info is not None and error_info.oom and not error:
+            # Ran out of GPU memory and Tune requeued it; the scheduler stopped it before
+            # the retry (tuner._scheduler): it failed.
+            error = True
         if result is not None and not error:
             # Tune skips on_trial_result for the result that meets a stop criterion.
             self.on_trial_result(trial_id, result)
-        elif result is None and not error:
+        elif result is None:
             # Stopped before it ran again after a restore (its stop was decided just before
-            # the crash): judge it by the epochs already in the study.
+            # the crash), or errored: judge it by the epochs already in the study.
             result = self._result_from_study(ot_trial)
         self._completed_trials.add(trial_id)
         decision = decide_outcome(
@@ -137,14 +154,35 @@ class FidelityOptunaSearch(OptunaSearch):
             metric=self.metric,
             max_epochs=self._max_epochs,
             epoch_attr=self._epoch_attr,
+            error_info=error_info if error else None,
         )
         decision = self._budget_reason(trial_id, decision)
         ot_trial.set_user_attr(STOP_REASON_ATTR, decision.reason)
         ot_trial.set_user_attr(EPOCHS_ATTR, decision.epochs)
+        if decision.failure is not None:
+            message = failure_message(
+                decision,
+                trial_id=trial_id,
+                params=ot_trial.params,
+                result=result,
+                metric=self.metric,
+                epoch_attr=self._epoch_attr,
+                error_info=error_info if error else None,
+            )
+            ot_trial.set_user_attr(FAILURE_ATTR, decision.failure.value)
+            ot_trial.set_user_attr(FAILURE_MESSAGE_ATTR, message)
+            if watch is not None:
+                watch.trial_failed(trial_id, decision.failure, message)
         state = _OPTUNA_STATE[decision.outcome]
         values = decision.value if decision.outcome is Outcome.COMPLETE else None
         study: optuna.Study = self._ot_study  # type: ignore[assignment]
-        study.tell(ot_trial, values, state=state)
+        try:
+            study.tell(ot_trial, values, state=state)
+        except RuntimeError as err:
+            # GridSampler.after_trial calls study.stop() once the grid is exhausted, which
+            # raises outside study.optimize; tell stores the trial's state regardless.
+            if "Study.stop" not in str(err):
+                raise
         self._reported.pop(trial_id, None)
 
     def _budget_reason(self, trial_id: str, decision: Decision) -> Decision:
@@ -156,12 +194,16 @@ class FidelityOptunaSearch(OptunaSearch):
             return decision
         if decision.reason.startswith("budget exhausted"):
             return decision
+        if decision.failure in (Failure.OOM, Failure.ERROR, Failure.NO_METRIC):
+            return decision  # the trial's own failure, whatever the budget did
         reason = guard.stopped_by_guard.get(trial_id, guard.exhausted)
+        # Stopped by the budget: not a failure of the trial (nor counted as one).
         if decision.epochs == 0:
-            return dataclasses.replace(decision, reason=f"{reason}; it never started")
+            return dataclasses.replace(decision, reason=f"{reason}; it never started", failure=None)
         return dataclasses.replace(
             decision,
             reason=f"{reason}; stopped at epoch {decision.epochs} of {self._max_epochs}",
+            failure=None,
         )
 
     def _result_from_study(self, ot_trial: Any) -> dict[str, Any] | None:

@@ -14,6 +14,8 @@ from typing import Any, TextIO
 from ray.tune import Callback
 from ray.tune.experiment import Trial
 
+from tuner._failures import watch_for
+
 
 def format_status(
     *,
@@ -24,8 +26,12 @@ def format_status(
     metric: str,
     best: float | None,
     best_trial: str | None,
+    failed: int | None = None,
 ) -> str:
-    """One status line, e.g. ``[0:42] 12/24 trials | 2 running ...``."""
+    """One status line, e.g. ``[0:42] 12/24 trials | 2 running ...``.
+
+    ``failed``: trials told Optuna FAIL (default: Tune's ERROR trials).
+    """
     minutes, seconds = divmod(int(elapsed_s), 60)
     done = counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0)
     parts = [
@@ -33,7 +39,7 @@ def format_status(
         f"{counts.get(Trial.RUNNING, 0)} running",
         f"{counts.get(Trial.PENDING, 0)} pending",
         f"{stopped_early} stopped early",
-        f"{counts.get(Trial.ERROR, 0)} failed",
+        f"{counts.get(Trial.ERROR, 0) if failed is None else failed} failed",
     ]
     if best is not None:
         parts.append(f"best {metric}={best:.4f} ({best_trial})")
@@ -52,6 +58,7 @@ class ProgressCallback(Callback):
         max_epochs: int,
         stream: TextIO | None = None,
         log_every_s: float = 10.0,
+        failure_key: str | None = None,
     ) -> None:
         self._metric = metric
         self._maximize = maximize
@@ -64,6 +71,8 @@ class ProgressCallback(Callback):
         self._best: float | None = None
         self._best_trial: str | None = None
         self._stopped_early: set[str] = set()
+        # The failure watch's key (tuner._failures): failed trials as Optuna was told.
+        self._failure_key = failure_key
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -123,14 +132,17 @@ class ProgressCallback(Callback):
         counts: dict[str, int] = {}
         for t in trials:
             counts[t.status] = counts.get(t.status, 0) + 1
+        watch = watch_for(getattr(self, "_failure_key", None))
+        failed_ids = set(watch.failed) if watch is not None else set()
         line = format_status(
             elapsed_s=now - self._start,
             total=self._total,
             counts=counts,
-            stopped_early=len(self._stopped_early),
+            stopped_early=len(self._stopped_early - failed_ids),
             metric=self._metric,
             best=self._best,
             best_trial=self._best_trial,
+            failed=None if watch is None else watch.count,
         )
         if tty:
             self._out.write("\r\x1b[2K" + line)

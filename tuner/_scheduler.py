@@ -5,6 +5,10 @@ made before a crash is forgotten and trials that were already stopped run again.
 subclass writes its rungs and the set of finished trials to a small JSON file in the run
 folder after every change (atomically), reads it back on restore, and never lets a trial
 that already finished run again: such a trial is stopped before it starts.
+
+Both schedulers also see every trial error first (Tune tells the scheduler before the
+searcher): they read what the trial raised and record it for the searcher's message
+(``tuner._failures``), and a trial that ran out of GPU memory is not retried.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
+
+from tuner._failures import read_trial_error, watch_for
+from tuner.outcome import OOM_REASON
 
 if TYPE_CHECKING:
     from ray.tune.execution.tune_controller import TuneController
@@ -42,10 +49,13 @@ class _FinishedTrials:
     that had already finished is stopped before it can run again.
     """
 
-    def _init_finished(self, state_path: str | None) -> None:
+    def _init_finished(self, state_path: str | None, error_key: str | None = None) -> None:
         self._state_path = state_path
         self._finished: dict[str, str] = {}
         self._loaded = False
+        # The campaign's stop key: where the failure watch is registered (tuner._failures).
+        self._error_key = error_key
+        self._no_retry: set[str] = set()
 
     def state(self) -> dict[str, Any]:
         """The persisted state."""
@@ -71,8 +81,31 @@ class _FinishedTrials:
         self._finished.setdefault(trial.trial_id, "completed")
         self._save()
 
+    def on_trial_error(self, tune_controller: TuneController, trial: Trial) -> None:
+        # Called for the trial's last error and for each one Tune retries (requeues), after
+        # Tune wrote the error files and before it tells the searcher.
+        info = read_trial_error(trial)
+        if info is not None:
+            watch = watch_for(getattr(self, "_error_key", None))
+            if watch is not None:
+                watch.record_error(trial.trial_id, info)
+            if info.oom:
+                # Retrying from its checkpoint runs the same config on the same GPU: it runs
+                # out of memory again, after redoing the epochs since the checkpoint. If Tune
+                # requeued it, it is stopped before it starts (choose_trial_to_run).
+                self.__dict__.setdefault("_no_retry", set()).add(trial.trial_id)
+        super().on_trial_error(tune_controller, trial)  # type: ignore[misc]
+
     def choose_trial_to_run(self, tune_controller: TuneController) -> Trial | None:
+        no_retry: set[str] = self.__dict__.get("_no_retry", set())
         for trial in tune_controller.get_trials():
+            if trial.status == Trial.PENDING and trial.trial_id in no_retry:
+                logger.info("Trial %s ran out of GPU memory; not retrying it.", trial.trial_id)
+                no_retry.discard(trial.trial_id)
+                self._finished[trial.trial_id] = f"{OOM_REASON}; not retried"
+                self._save()
+                tune_controller.stop_trial(trial)
+                continue
             if trial.status == Trial.PENDING and trial.trial_id in self._finished:
                 logger.info(
                     "Trial %s finished before the restore (%s); not running it again.",
@@ -92,9 +125,11 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
         **kwargs: Passed to ``ray.tune.schedulers.ASHAScheduler``.
     """
 
-    def __init__(self, *, state_path: str | None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, state_path: str | None, error_key: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
-        self._init_finished(state_path)
+        self._init_finished(state_path, error_key)
 
     def state(self) -> dict[str, Any]:
         """The persisted state: rung records and finished trials."""
@@ -145,9 +180,9 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
 class PersistentFIFO(_FinishedTrials, FIFOScheduler):
     """FIFO scheduling that remembers finished trials across a restore."""
 
-    def __init__(self, *, state_path: str | None) -> None:
+    def __init__(self, *, state_path: str | None, error_key: str | None = None) -> None:
         super().__init__()
-        self._init_finished(state_path)
+        self._init_finished(state_path, error_key)
 
     def on_trial_complete(
         self, tune_controller: TuneController, trial: Trial, result: dict[str, Any]

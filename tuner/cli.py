@@ -7,10 +7,10 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from tuner._argtypes import non_negative_float, positive_float, positive_int, whole_number
-from tuner.errors import SpecError, TunerError
+from tuner.errors import SpecError, TunerError, closest
 
 if TYPE_CHECKING:
     from tuner.campaign import RayOptions
@@ -120,7 +120,9 @@ def _ray_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--num-cpus", type=positive_int, help="CPUs of the embedded Ray")
     parser.add_argument(
-        "--num-gpus", type=float, help="GPUs of the embedded Ray (logical GPUs work on CPU)"
+        "--num-gpus",
+        type=non_negative_float,
+        help="GPUs of the embedded Ray (logical GPUs work on CPU)",
     )
     parser.add_argument(
         "--worker-logs", action="store_true", help="show the trials' own output here"
@@ -171,6 +173,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     storage = args.storage_path
     runs_dir = args.runs_dir
+    if storage is not None and "://" in storage:
+        from tuner.rundir import check_storage_uri
+
+        check_storage_uri(storage)
     if storage is not None and "://" not in storage:
         runs_dir, storage = Path(storage), None  # a shared folder: the run folder goes there
     run_dir = new_run_dir(runs_dir, spec.name)
@@ -188,7 +194,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 f"trains {spec.trainable!r}: predicted times will be off",
                 file=sys.stderr,
             )
-    run_campaign(
+    result = run_campaign(
         spec,
         run_dir,
         ray_options(args),
@@ -197,7 +203,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
         usd_per_gpu_hour=args.usd_per_gpu_hour,
         storage=storage,
     )
-    return 0
+    return campaign_exit_code(result.summary)
+
+
+EXIT_FAILURE_LIMIT = 1
+"""Exit status of ``tuner run``/``resume`` when more trials failed than
+``failure.max_failed_trials`` allows (2 is bad input, 130 an interrupt). A campaign the
+budget or its time limit ended exits 0: those stops are what the campaign asked for."""
+
+
+def campaign_exit_code(summary: dict[str, Any]) -> int:
+    """The exit status for a campaign that ended with ``summary``."""
+    from tuner._failures import STATUS_FAILURES
+
+    return EXIT_FAILURE_LIMIT if summary.get("status") == STATUS_FAILURES else 0
 
 
 def _duration_flag(value: str | None, flag: str) -> float | None:
@@ -209,8 +228,10 @@ def _duration_flag(value: str | None, flag: str) -> float | None:
     try:
         return parse_duration(value)
     except SpecError as err:
+        # "0" and "-5" are durations, just not positive ones.
+        problem = "not a duration" if err.problem == "must be a duration" else err.problem
         raise SpecError(
-            "<cli>", flag, "not a duration", got=value, allowed="seconds or 90s, 10m, 2h, 1h30m"
+            "<cli>", flag, problem, got=value, allowed="seconds or 90s, 10m, 2h, 1h30m"
         ) from err
 
 
@@ -220,14 +241,14 @@ def _cmd_resume(args: argparse.Namespace) -> int:
 
     check_resumable(args.run_dir)
     add_code_dirs(read_code_dirs(args.run_dir))
-    resume_campaign(args.run_dir, ray_options(args))
-    return 0
+    result = resume_campaign(args.run_dir, ray_options(args))
+    return campaign_exit_code(result.summary)
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from tuner.rundir import check_resumable
     from tuner.spec import load_campaign
-    from tuner.summary import format_table, open_study, summarize
+    from tuner.summary import format_failures, format_table, open_study, summarize
 
     spec = load_campaign(check_resumable(args.run_dir), check_trainable=False)
     try:
@@ -247,6 +268,9 @@ def _cmd_show(args: argparse.Namespace) -> int:
     states = ", ".join(f"{n} {s}" for s, n in summary["states"].items()) or "none"
     print(f"{spec.name}: {summary['trials']} trials ({states})")
     print(format_table(summary, limit=args.top))
+    failures = format_failures(summary, limit=args.top)
+    if failures:
+        print(f"\n{failures}")
     written = args.run_dir / "summary.json"
     if written.is_file():
         cost = json.loads(written.read_text()).get("cost")
@@ -272,8 +296,27 @@ def ray_options(args: argparse.Namespace) -> RayOptions:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tuner`` console script; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _reject_unknown(parser, args.command, unknown)
     return _handled(args.handler, args)
+
+
+def _reject_unknown(parser: argparse.ArgumentParser, command: str, unknown: list[str]) -> NoReturn:
+    """argparse's "unrecognized arguments" usage error (exit 2), from the subcommand's
+    parser and with the closest flag it has (``--trails`` -> ``--trials``)."""
+    sub = parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            sub = action.choices[command]
+    flags = [flag for action in sub._actions for flag in action.option_strings]
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    first = next((arg for arg in unknown if arg.startswith("-")), None)
+    suggestion = closest(first.split("=", 1)[0], flags) if first else None
+    if suggestion is not None:
+        message += f". Did you mean {suggestion!r}?"
+    sub.error(message)
 
 
 def run_from_args(args: argparse.Namespace) -> int:

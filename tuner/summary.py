@@ -3,17 +3,29 @@
 The study is the source of truth for outcomes (COMPLETE / PRUNED / FAIL with reasons and
 per-epoch values), so ``tuner show`` and ``tuner report`` work on any run folder, finished or
 not, without Ray.
+
+Failed trials get their own section (:func:`failure_summary`, :func:`format_failures`): each
+with its message, counts by kind, and for every parameter how failures spread over its
+values (per choice, or lower vs upper half of a numeric range), so a region of the space
+that keeps failing (e.g. out of GPU memory above some width) stands out.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import optuna
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
 
 from tuner.rundir import STUDY_FILE, study_url
 
@@ -31,6 +43,8 @@ class TrialRow:
     reason: str
     params: dict[str, Any] = field(default_factory=dict)
     intermediate: dict[int, float] = field(default_factory=dict)
+    failure: str = ""
+    message: str = ""
 
 
 def _finite(value: float | None) -> float | None:
@@ -58,9 +72,19 @@ def load_rows(study: optuna.Study, *, maximize: bool) -> list[TrialRow]:
                 reason=str(t.user_attrs.get("stop_reason", "")),
                 params=dict(t.params),
                 intermediate=inter,
+                failure=str(t.user_attrs.get("failure", "")),
+                message=str(t.user_attrs.get("failure_message", "")),
             )
         )
     return rows
+
+
+def _distributions(study: optuna.Study) -> dict[str, BaseDistribution]:
+    out: dict[str, BaseDistribution] = {}
+    for t in study.get_trials(deepcopy=False):
+        for name, dist in t.distributions.items():
+            out.setdefault(name, dist)
+    return out
 
 
 def rank(rows: list[TrialRow], *, maximize: bool) -> list[TrialRow]:
@@ -93,6 +117,7 @@ def summarize(
         "epochs_consumed": sum(r.epochs for r in rows),
         "best": _row_dict(best) if best else None,
         "top": [_row_dict(r) for r in ranked[:top] if r.value is not None],
+        "failures": failure_summary(rows, _distributions(study)),
     }
 
 
@@ -131,6 +156,145 @@ def format_table(summary: dict[str, Any], *, limit: int = 10) -> str:
     out = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
     out.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(out)
+
+
+# -- failed trials --------------------------------------------------------------------------
+
+_FINISHED = ("COMPLETE", "PRUNED", "FAIL")
+
+
+def _ran(row: TrialRow) -> bool:
+    """Finished, and not a FAIL of the campaign's making (orphaned, stopped by the budget)."""
+    return row.state in _FINISHED and (row.state != "FAIL" or bool(row.failure))
+
+
+def _split(dist: BaseDistribution | None, values: Sequence[float]) -> tuple[float, str]:
+    """Where a numeric parameter's range is halved (geometric middle on a log scale)."""
+    if isinstance(dist, (FloatDistribution, IntDistribution)):
+        low, high, log = float(dist.low), float(dist.high), dist.log
+    else:
+        low, high, log = min(values), max(values), False
+    mid = math.sqrt(low * high) if log and low > 0 else (low + high) / 2
+    return mid, _fmt(mid)
+
+
+def failure_regions(
+    rows: Sequence[TrialRow], distributions: Mapping[str, BaseDistribution] | None = None
+) -> list[dict[str, Any]]:
+    """How failures spread over each parameter's values, most uneven parameter first.
+
+    Categorical parameters are split per choice, numeric ones into the lower and upper half
+    of their range (from ``distributions``, else the values seen). Each group has
+    ``failed`` of ``total`` trials that ran with a value in it; ``spread`` is the largest
+    minus the smallest failure share of the parameter's groups. Trials that did not run
+    (orphaned, never started under the budget, unfinished) are left out.
+
+    Args:
+        rows: The study's trials (:func:`load_rows`).
+        distributions: Each parameter's Optuna distribution, for its range and choices.
+
+    Returns:
+        One entry per parameter: ``{"param", "kind", "groups", "spread"}``.
+    """
+    distributions = distributions or {}
+    ran = [r for r in rows if _ran(r)]
+    names = sorted({name for r in ran for name in r.params})
+    out: list[dict[str, Any]] = []
+    for name in names:
+        have = [r for r in ran if name in r.params]
+        dist = distributions.get(name)
+        values = [r.params[name] for r in have]
+        numeric = not isinstance(dist, CategoricalDistribution) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
+        )
+        groups: list[dict[str, Any]] = []
+        if numeric:
+            mid, label = _split(dist, [float(v) for v in values])
+            lower = [r for r in have if float(r.params[name]) < mid]
+            upper = [r for r in have if float(r.params[name]) >= mid]
+            groups = [_group(f"< {label}", lower), _group(f">= {label}", upper)]
+        else:
+            choices = list(dist.choices) if isinstance(dist, CategoricalDistribution) else []
+            for value in values:
+                if value not in choices:
+                    choices.append(value)
+            for choice in choices:
+                members = [r for r in have if r.params[name] == choice]
+                groups.append(_group(_fmt(choice), members))
+        shares = [g["failed"] / g["total"] for g in groups if g["total"]]
+        out.append(
+            {
+                "param": name,
+                "kind": "numeric" if numeric else "categorical",
+                "groups": groups,
+                "spread": round(max(shares) - min(shares), 4) if shares else 0.0,
+            }
+        )
+    out.sort(key=lambda entry: (-float(entry["spread"]), str(entry["param"])))
+    return out
+
+
+def _group(label: str, members: Sequence[TrialRow]) -> dict[str, Any]:
+    return {"group": label, "failed": sum(1 for r in members if r.failure), "total": len(members)}
+
+
+def failure_summary(
+    rows: Sequence[TrialRow], distributions: Mapping[str, BaseDistribution] | None = None
+) -> dict[str, Any]:
+    """The failed trials (those with a failure kind): counts by kind, each trial's message,
+    and where in the space they failed (:func:`failure_regions`, only when any failed)."""
+    failed = [r for r in rows if r.failure]
+    by_reason = Counter(r.failure for r in failed)
+    return {
+        "count": len(failed),
+        "of": sum(1 for r in rows if _ran(r)),
+        "by_reason": dict(by_reason.most_common()),
+        "trials": [
+            {
+                "number": r.number,
+                "tune_trial_id": r.tune_id,
+                "failure": r.failure,
+                "reason": r.reason,
+                "message": r.message,
+                "epochs": r.epochs,
+                "params": r.params,
+            }
+            for r in failed
+        ],
+        "regions": failure_regions(rows, distributions) if failed else [],
+    }
+
+
+def format_failures(summary: Mapping[str, Any], *, limit: int = 10) -> str:
+    """The failed trials in a few lines; empty when none failed.
+
+    e.g.::
+
+        failed trials: 4 of 12 (oom 3, error 1)
+          #5 trial 3f2a1b (width=96): ran out of GPU memory at epoch 1 (...)
+        where they failed (failed/total):
+          width: < 64: 0/6, >= 64: 3/6
+          act: relu: 2/6, tanh: 2/6
+    """
+    failures = summary.get("failures") or {}
+    if not failures.get("count"):
+        return ""
+    kinds = ", ".join(f"{kind} {n}" for kind, n in failures["by_reason"].items())
+    lines = [f"failed trials: {failures['count']} of {failures['of']} ({kinds})"]
+    trials = failures["trials"]
+    for trial in trials[:limit]:
+        message = trial["message"] or f"trial {trial['tune_trial_id']}: {trial['reason']}"
+        lines.append(f"  #{trial['number']} {message}")
+    if len(trials) > limit:
+        lines.append(f"  ... and {len(trials) - limit} more (summary.json: failures.trials)")
+    if failures["regions"]:
+        lines.append("where they failed (failed/total):")
+        for region in failures["regions"]:
+            groups = ", ".join(
+                f"{g['group']}: {g['failed']}/{g['total']}" for g in region["groups"] if g["total"]
+            )
+            lines.append(f"  {region['param']}: {groups}")
+    return "\n".join(lines)
 
 
 def _fmt(value: Any) -> str:

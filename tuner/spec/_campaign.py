@@ -207,13 +207,25 @@ class CheckpointPolicy:
 
 @dataclass(frozen=True, slots=True)
 class FailurePolicy:
-    """Retry a failed trial up to ``max_retries`` times (from its last checkpoint)."""
+    """What the campaign does about trials that fail.
+
+    Attributes:
+        max_retries: Retries of a trial that raised, each from its latest checkpoint (a
+            trial that ran out of GPU memory is never retried: it would again).
+        max_failed_trials: Failed trials the campaign tolerates; once more have failed no
+            new trial starts and the campaign ends with status ``stopped: failure limit
+            reached`` (``tuner run`` exits 1). None (the default): no limit.
+    """
 
     max_retries: int = 2
+    max_failed_trials: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``failure:`` section."""
-        return {"max_retries": self.max_retries}
+        out: dict[str, Any] = {"max_retries": self.max_retries}
+        if self.max_failed_trials is not None:
+            out["max_failed_trials"] = self.max_failed_trials
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +246,7 @@ class CampaignSpec:
         sampler: Optuna sampler settings.
         resources: Per-trial CPU/GPU and concurrency cap.
         checkpoint: Checkpoint frequency and retention.
-        failure: Retries of failed trials.
+        failure: Retries of failed trials and how many may fail.
         pricing: What nodes cost (the spend ledger).
         fixed: Read-only mapping passed to the trainable as-is (nested values frozen;
             use :func:`tuner.spec.thaw` for plain dicts and lists).

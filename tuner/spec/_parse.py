@@ -259,9 +259,19 @@ def _parse_checkpoint(ck: Checker, value: Any) -> CheckpointPolicy:
 
 
 def _parse_failure(ck: Checker, value: Any) -> FailurePolicy:
-    section = _section(ck, value, "failure", ("max_retries",))
+    section = _section(ck, value, "failure", ("max_retries", "max_failed_trials"))
+    limit = section.get("max_failed_trials")
+    if limit is not None and (type(limit) is not int or limit < 0):
+        ck.fail(
+            "failure.max_failed_trials",
+            "must be an integer >= 0",
+            got=limit,
+            fix="the number of failed trials the campaign tolerates (0: it stops at the "
+            "first); leave it out for no limit",
+        )
     return FailurePolicy(
-        max_retries=ck.integer(section.get("max_retries", 2), "failure.max_retries", ge=0)
+        max_retries=ck.integer(section.get("max_retries", 2), "failure.max_retries", ge=0),
+        max_failed_trials=limit,
     )
 
 

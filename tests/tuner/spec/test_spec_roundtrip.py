@@ -55,7 +55,7 @@ def full() -> dict[str, Any]:
         "sampler": {"type": "tpe", "seed": 7, "startup_trials": 0},
         "resources": {"cpu": 0.5, "gpu": 2, "max_concurrent": 4},
         "checkpoint": {"every": 3, "keep": 1},
-        "failure": {"max_retries": 0},
+        "failure": {"max_retries": 0, "max_failed_trials": 3},
         "fixed": {"batch_size": 64, "augment": {"flip": True, "crops": [8, 16]}},
     }
 
@@ -121,6 +121,7 @@ def test_full_spec_fields() -> None:
     assert shape.when[0].values == (None,)
     assert spec.resources.gpu == 2.0 and spec.resources.cpu == 0.5
     assert spec.budget.time_limit_s == 5400.5
+    assert spec.failure.max_retries == 0 and spec.failure.max_failed_trials == 3
 
 
 def test_fixed_is_read_only_and_hands_out_plain_copies() -> None:

@@ -522,6 +522,33 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "<dict>: failure.max_retries: must be an integer >= 0 (got -1)",
     ),
     (
+        "max_failed_trials_negative",
+        {"failure.max_failed_trials": -1},
+        "<dict>: failure.max_failed_trials: must be an integer >= 0 (got -1)"
+        "\n  To fix: the number of failed trials the campaign tolerates (0: it stops at "
+        "the first); leave it out for no limit",
+    ),
+    (
+        "max_failed_trials_float",
+        {"failure.max_failed_trials": 2.5},
+        "<dict>: failure.max_failed_trials: must be an integer >= 0 (got 2.5)"
+        "\n  To fix: the number of failed trials the campaign tolerates (0: it stops at "
+        "the first); leave it out for no limit",
+    ),
+    (
+        "max_failed_trials_word",
+        {"failure.max_failed_trials": "unlimited"},
+        "<dict>: failure.max_failed_trials: must be an integer >= 0 (got 'unlimited')"
+        "\n  To fix: the number of failed trials the campaign tolerates (0: it stops at "
+        "the first); leave it out for no limit",
+    ),
+    (
+        "failure_typo",
+        {"failure.max_failures": 2},
+        "<dict>: failure.max_failures: unknown key (allowed max_retries, max_failed_trials) "
+        "Did you mean 'max_failed_trials'?",
+    ),
+    (
         "checkpoint_typo",
         {"checkpoint.evrey": 2},
         "<dict>: checkpoint.evrey: unknown key (allowed every, keep) Did you mean 'every'?",
