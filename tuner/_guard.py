@@ -254,6 +254,8 @@ class BudgetGuard:
 
         internal_kv._internal_kv_del(self.stop_key, namespace=STOP_NAMESPACE)
         now = time.time()
+        if self.exhausted is not None:  # carried over from the session before (resume)
+            self._exhaust(self.exhausted, now)
         with self._lock:
             self._ledger.begin_session(now)
         self.observe_nodes()
@@ -274,6 +276,14 @@ class BudgetGuard:
             self._ledger.end_session(time.time())
             self.save()
 
+    def carry_over(self, ledger_file: Mapping[str, Any]) -> None:
+        """Takes the outcome of the session before (a resume): a budget exhausted stays
+        exhausted, and a campaign held back stays held back. Either way Tune's restored
+        searcher asks for no more trials; the budget is the campaign file's, unchanged."""
+        exhausted, held_back = ledger_file.get("exhausted"), ledger_file.get("held_back")
+        self.exhausted = str(exhausted) if exhausted else None
+        self.closed = str(held_back) if held_back else None
+
     def save(self) -> None:
         """Writes ``ledger.json`` atomically."""
         with self._lock:
@@ -284,6 +294,7 @@ class BudgetGuard:
                 "deadline_s": self._limits.deadline_s,
             }
             data["exhausted"] = self.exhausted
+            data["held_back"] = self.closed
             data["pending_warnings"] = self.pending_warnings
         rundir.write_json(self._run_dir / LEDGER_FILE, data)
 
@@ -427,7 +438,11 @@ class BudgetGuard:
         return min(options)
 
     def _check(self, now: float, *, force: bool = False) -> None:
-        if not force and now - self._last_check < self._check_s:
+        with self._lock:
+            # Closing for good on a verdict that counted trials since finished would end
+            # the campaign on a stale outlook: such a verdict is refreshed first.
+            stale_close = self._live == 0 and not self._verdict.launch
+        if not force and not stale_close and now - self._last_check < self._check_s:
             # The verdict (spend, outlook) is refreshed once per check period; the gate
             # follows the live count at every call, or a freed slot would wait for the
             # next period while Tune's own loop sleeps a second per refusal.

@@ -93,3 +93,52 @@ def repair_snapshot(run_dir: Path) -> list[str]:
     if repaired:
         logger.warning("Restored Tune snapshot files damaged by a crash: %s", repaired)
     return repaired
+
+
+# Trial folders a restored experiment does not know go here on resume (kept, not deleted).
+ORPHAN_DIR = ".orphaned"
+
+
+def snapshot_trial_ids(run_dir: Path) -> set[str] | None:
+    """Trial ids in Tune's newest experiment snapshot (the one a restore reads), or None."""
+    states = sorted(run_dir.glob("experiment_state-*.json"))
+    if not states:
+        return None
+    data = json.loads(states[-1].read_text())
+    ids: set[str] = set()
+    for entry in data.get("trial_data", []):
+        state = entry[0] if isinstance(entry, list) and entry else entry
+        if isinstance(state, str):
+            state = json.loads(state)
+        if isinstance(state, dict) and state.get("trial_id"):
+            ids.add(str(state["trial_id"]))
+    return ids
+
+
+def set_aside_orphans(run_dir: Path) -> list[str]:
+    """Moves trial folders the snapshot does not know into ``ORPHAN_DIR``; returns them.
+
+    A trial started after Tune's last snapshot before the driver died has a folder (its
+    first results, maybe a checkpoint) that no restore will ever continue: the resumed
+    experiment does not know it, and its Optuna trial is marked FAIL as orphaned. Left in
+    place, its partial results would be read as a trial's (profiles, reports). Moved, not
+    deleted: what it measured stays on disk.
+    """
+    known = snapshot_trial_ids(run_dir)
+    if known is None:
+        return []
+    moved = []
+    for folder in sorted(run_dir.glob("trial_*")):
+        if not folder.is_dir() or folder.name.removeprefix("trial_") in known:
+            continue
+        dest = run_dir / ORPHAN_DIR / folder.name
+        dest.parent.mkdir(exist_ok=True)
+        n = 1
+        while dest.exists():
+            dest = run_dir / ORPHAN_DIR / f"{folder.name}.{n}"
+            n += 1
+        os.replace(folder, dest)
+        moved.append(folder.name)
+    if moved:
+        logger.warning("Set aside %d orphaned trial folder(s) in %s", len(moved), ORPHAN_DIR)
+    return moved

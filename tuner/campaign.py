@@ -27,11 +27,12 @@ import yaml
 from ray import tune
 
 from tuner import rundir
-from tuner._bridge import FidelityOptunaSearch
+from tuner._bridge import FAILURE_ATTR, FidelityOptunaSearch
+from tuner._failures import STATUS_FAILURES, FailureWatch
 from tuner._guard import BudgetGuard, GuardLink
 from tuner._progress import ProgressCallback
 from tuner._scheduler import PersistentASHA, PersistentFIFO
-from tuner._snapshot import SnapshotGuard, repair_snapshot
+from tuner._snapshot import ORPHAN_DIR, SnapshotGuard, repair_snapshot, set_aside_orphans
 from tuner._trial import TRAINABLE_KEY, run_trial
 from tuner.budget import (
     LEDGER_FILE,
@@ -59,7 +60,7 @@ from tuner.cost._reality import (
 from tuner.errors import TunerError
 from tuner.space import DefineByRun, make_sampler
 from tuner.spec import CampaignSpec, Mode, SchedulerType, load_campaign
-from tuner.summary import format_table, open_study, summarize
+from tuner.summary import format_failures, format_table, open_study, summarize
 
 logger = logging.getLogger(__name__)
 
@@ -223,6 +224,12 @@ def _init_ray(options: RayOptions) -> bool:
     if address and address != "local":
         ray.init(address=address, **common)
     else:
+        # An embedded Ray is this process's alone: no dashboard UI, its dashboard
+        # process (Ray's job and state API) on loopback, and (Ray 2.60's default for a
+        # local cluster) every client must show the token in ~/.ray/auth_token. Ray 2.60
+        # itself turns a node address of 127.0.0.1 into the machine's reachable one and
+        # its GCS and raylet listen on all interfaces; the token is what keeps others out
+        # (README, "Security").
         ray.init(
             address="local",
             num_cpus=options.num_cpus,
@@ -340,13 +347,14 @@ def _build_tuner(
     if spec.scheduler.type is SchedulerType.ASHA:
         scheduler = PersistentASHA(
             state_path=state_path,
+            error_key=stop_key,
             time_attr=EPOCH_ATTR,
             max_t=spec.budget.max_epochs,
             grace_period=spec.scheduler.grace_period,
             reduction_factor=spec.scheduler.reduction_factor,
         )
     else:
-        scheduler = PersistentFIFO(state_path=state_path)
+        scheduler = PersistentFIFO(state_path=state_path, error_key=stop_key)
     tune_config = tune.TuneConfig(
         metric=spec.metric,
         mode=mode,
@@ -379,6 +387,7 @@ def _build_tuner(
                 total=spec.budget.trials,
                 max_epochs=spec.budget.max_epochs,
                 stream=stream,
+                failure_key=stop_key,
             ),
             SnapshotGuard(str(run_dir.resolve())),
             GuardLink(stop_key, spec.budget.max_epochs, EPOCH_ATTR),
@@ -411,6 +420,9 @@ def _prepare_env(spec: CampaignSpec) -> None:
         "TUNE_GLOBAL_CHECKPOINT_S", f"{snapshot_period_s(spec.budget.trials):g}"
     )
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    # Tune raises in the driver (ending the whole run) at a result without the metric; such
+    # a trial is FAIL with a message naming what it reported instead (tuner.outcome).
+    os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
     # Snapshots are frequent on purpose (see EXPERIMENT_SNAPSHOT_S); don't warn about it.
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -457,6 +469,8 @@ def run_campaign(
             f"{run_dir}: run folder exists already.\n"
             f"  To fix: `tuner resume {run_dir}` to continue it, or choose another --name."
         )
+    if is_uri(storage):
+        rundir.check_storage_uri(str(storage), source="run_campaign", path="storage")
     options = options or RayOptions()
     _prepare_env(spec)
     pricer = make_pricer(spec)
@@ -495,7 +509,8 @@ def run_campaign(
         tuner = _build_tuner(
             spec, run_dir, stream, concurrent=concurrent, stop_key=stop_key, storage=storage
         )
-        result = _fit_and_summarize(spec, run_dir, tuner, stream, guard, cluster)
+        watch = FailureWatch(stop_key, spec.failure.max_failed_trials, stream)
+        result = _fit_and_summarize(spec, run_dir, tuner, stream, guard, cluster, watch)
         _upload(run_dir, storage, stream)
         return result
     finally:
@@ -516,6 +531,13 @@ def resume_campaign(
     repaired = repair_snapshot(run_dir)
     if repaired:
         print(f"repaired Tune snapshot files a crash left damaged: {', '.join(repaired)}")
+    orphans = set_aside_orphans(run_dir)
+    if orphans:
+        print(
+            f"{len(orphans)} trial folder(s) of trials started after Tune's last snapshot "
+            f"moved to {run_dir / ORPHAN_DIR}: {', '.join(orphans)}",
+            file=stream or sys.stdout,
+        )
     run_info = json.loads((run_dir / rundir.RUN_FILE).read_text())
     storage = run_info.get("storage")
     experiment = f"{storage.rstrip('/')}/{run_dir.name}" if storage else str(run_dir.resolve())
@@ -544,8 +566,14 @@ def resume_campaign(
             guard = _make_guard(
                 spec, run_dir, ledger, pricer, cluster, concurrent, None, stream, stop_key
             )
+            guard.carry_over(_ledger_file(run_dir))
         print(f"resuming campaign {spec.name} from {run_dir}", file=stream or sys.stdout)
-        result = _fit_and_summarize(spec, run_dir, tuner, stream, guard, cluster)
+        watch = None
+        if stop_key:
+            watch = FailureWatch(
+                stop_key, spec.failure.max_failed_trials, stream, earlier=_failed_trials(run_dir)
+            )
+        result = _fit_and_summarize(spec, run_dir, tuner, stream, guard, cluster, watch)
         _upload(run_dir, storage, stream)
         return result
     finally:
@@ -619,6 +647,12 @@ def read_ledger(run_dir: Path) -> Ledger:
         ) from None
 
 
+def _ledger_file(run_dir: Path) -> dict[str, Any]:
+    """ledger.json as written (read_ledger has vouched for it), or {} without one."""
+    path = run_dir / LEDGER_FILE
+    return dict(json.loads(path.read_text())) if path.is_file() else {}
+
+
 def _make_guard(
     spec: CampaignSpec,
     run_dir: Path,
@@ -690,26 +724,40 @@ def _fit_and_summarize(
     stream: TextIO | None,
     guard: BudgetGuard | None = None,
     cluster: ClusterView | None = None,
+    watch: FailureWatch | None = None,
 ) -> CampaignResult:
     start = time.monotonic()
     if guard is not None:
         guard.start()
+    if watch is not None:
+        watch.start()
     try:
         with _capacity_requested(spec, cluster or ClusterView(), guard.slots if guard else 1):
             grid = tuner.fit()
     finally:
         if guard is not None:
             guard.close()
+        if watch is not None:
+            watch.close()
     wall_s = time.monotonic() - start
     if guard is not None and guard.exhausted is not None:
         _close_unstarted(run_dir, spec, guard.exhausted)
     cost = _predicted_vs_actual(spec, run_dir, wall_s)
     budget = guard.summary() if guard is not None else None
     summary = write_summary(
-        spec, run_dir, wall_s=wall_s, tune_trials=len(grid), cost=cost, budget=budget
+        spec,
+        run_dir,
+        wall_s=wall_s,
+        tune_trials=len(grid),
+        cost=cost,
+        budget=budget,
+        failure_limit=watch.summary() if watch is not None else None,
     )
     out = stream or sys.stdout
     print(f"\n{format_table(summary)}\n", file=out)
+    failures = format_failures(summary)
+    if failures:
+        print(f"{failures}\n", file=out)
     if cost is not None:
         print(f"{format_comparison(cost)}\n", file=out)
     if budget is not None:
@@ -723,10 +771,29 @@ def _fit_and_summarize(
         )
     if summary["status"] == STATUS_BUDGET:
         print(f"status: {STATUS_BUDGET} ({budget and budget['exhausted']})", file=out)
+    if summary["status"] == STATUS_FAILURES:
+        limit = summary["failure_limit"]
+        print(
+            f"status: {STATUS_FAILURES} ({limit['failed']} trials failed, more than "
+            f"failure.max_failed_trials={limit['max_failed_trials']}; "
+            f"{summary['trials_finished']} of {spec.budget.trials} trials finished)",
+            file=out,
+        )
     return CampaignResult(run_dir=run_dir, summary=summary)
 
 
+def _failed_trials(run_dir: Path) -> int:
+    """Trials of the study that failed by their own fault (what the failure limit counts)."""
+    try:
+        study = open_study(run_dir)
+    except FileNotFoundError:
+        return 0
+    return sum(1 for t in study.get_trials(deepcopy=False) if FAILURE_ATTR in t.user_attrs)
+
+
 STATUS_BUDGET = "budget exhausted"
+# What is left of the budget affords no further trial: none starts, the campaign ends.
+STATUS_HELD_BACK = "stopped: the budget affords no further trial"
 
 
 def _close_unstarted(run_dir: Path, spec: CampaignSpec, reason: str) -> None:
@@ -789,11 +856,13 @@ def write_summary(
     tune_trials: int,
     cost: dict[str, Any] | None = None,
     budget: dict[str, Any] | None = None,
+    failure_limit: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Writes summary.json and best.yaml from the study; returns the summary.
 
-    ``cost`` (predicted vs actual, see :mod:`tuner.cost._reality`) and ``budget`` (the
-    ledger's totals and the guard's outcome) are added when given.
+    ``cost`` (predicted vs actual, see :mod:`tuner.cost._reality`), ``budget`` (the
+    ledger's totals and the guard's outcome) and ``failure_limit`` (the failure watch's
+    count against ``failure.max_failed_trials``) are added when given.
     """
     study = open_study(run_dir)
     summary = summarize(
@@ -809,7 +878,9 @@ def write_summary(
     if budget is not None and budget.get("exhausted"):
         status = STATUS_BUDGET
     elif budget is not None and budget.get("held_back") and finished < spec.budget.trials:
-        status = "stopped: the budget affords no further trial"
+        status = STATUS_HELD_BACK
+    if failure_limit is not None and failure_limit.get("limit_reached"):
+        status = STATUS_FAILURES
     summary = {
         "campaign": spec.name,
         "status": status,
@@ -821,6 +892,7 @@ def write_summary(
         **summary,
         **({"cost": cost} if cost is not None else {}),
         **({"budget": budget} if budget is not None else {}),
+        **({"failure_limit": failure_limit} if failure_limit is not None else {}),
     }
     rundir.write_json(run_dir / rundir.SUMMARY_FILE, summary)
     best = summary["best"]

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from tuner.errors import TunerError
+from tuner.errors import SpecError, TunerError
 
 CAMPAIGN_FILE = "campaign.yaml"
 RUN_FILE = "run.json"
@@ -38,6 +38,34 @@ SUMMARY_FILE = "summary.json"
 BEST_FILE = "best.yaml"
 PROFILE_FILE = "profile.json"
 DEFAULT_RUNS_ROOT = Path("runs")
+
+
+def check_storage_uri(uri: str, *, source: str = "<cli>", path: str = "--storage-path") -> str:
+    """Refuses a storage URI that carries credentials (``s3://KEY:SECRET@bucket``).
+
+    The URI is written to run.json and to Ray Tune's experiment state, and printed: a
+    secret in it would end up in the run folder and in logs. pyarrow and Ray read
+    credentials from the environment or the cloud's own config files instead.
+
+    Raises:
+        SpecError: The URI has a user or password part; the message shows it redacted.
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(uri)
+    if parts.username is None and parts.password is None:
+        return uri
+    redacted = parts._replace(netloc="***@" + (parts.hostname or "")).geturl()
+    raise SpecError(
+        source,
+        path,
+        "the storage URI carries credentials, which would be written to run.json, Ray "
+        "Tune's experiment state and the logs",
+        got=redacted,
+        fix="drop the user:password part and give the credentials the cloud's usual way "
+        "(AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or ~/.aws for s3://, "
+        "GOOGLE_APPLICATION_CREDENTIALS or gcloud auth for gs://)",
+    )
 
 
 def study_url(run_dir: Path) -> str:

@@ -20,7 +20,7 @@ from optuna.trial import TrialState
 from tests.conftest import tiny_digits_campaign
 from tests.fakecluster import FakeCluster
 from tuner import rundir
-from tuner.campaign import RayOptions, run_campaign
+from tuner.campaign import STATUS_BUDGET, STATUS_HELD_BACK, RayOptions, run_campaign
 from tuner.spec import parse_campaign
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -79,7 +79,7 @@ def test_autoscaled_campaign_then_a_budget_that_runs_out(tmp_path: Path) -> None
             time.sleep(0.5)
         assert not cluster.worker_nodes(), "idle GPU nodes were not removed"
 
-        # Too small a budget: ends "budget exhausted", with what it finished intact.
+        # Too small a budget: ends for its budget, with what it finished intact.
         broke = parse_campaign(
             tiny_digits_campaign(
                 name="fake-broke",
@@ -90,7 +90,7 @@ def test_autoscaled_campaign_then_a_budget_that_runs_out(tmp_path: Path) -> None
         )
         broke_dir = tmp_path / "runs" / broke.name
         summary = run_campaign(broke, broke_dir, options).summary
-        assert summary["status"] == "budget exhausted"
+        assert summary["status"] in (STATUS_BUDGET, STATUS_HELD_BACK), summary["status"]
         assert summary["trials_run"] < broke.budget.trials
         spent = _ledger(broke_dir)["totals"]["usd"]
         assert spent <= 0.02 * 1.5, spent

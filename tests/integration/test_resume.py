@@ -8,13 +8,16 @@ study, no trial told twice, finished trials not rerun, ASHA rungs from before th
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pytest
@@ -35,6 +38,12 @@ def _finished_trials(run_dir: Path) -> int:
         return len(json.loads(state.read_text())["finished"])
     except (json.JSONDecodeError, KeyError):
         return 0
+
+
+def _finished_ids(run_dir: Path) -> list[str]:
+    """Trials ASHA's state records as finished (none before the first one finished)."""
+    state = run_dir / rundir.SCHEDULER_STATE_FILE
+    return list(json.loads(state.read_text())["finished"]) if state.exists() else []
 
 
 def _result_lines(run_dir: Path) -> dict[str, int]:
@@ -118,3 +127,96 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
         assert epochs == list(range(1, len(epochs) + 1)), (t.number, epochs)
     summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
     assert summary["trials_run"] == 10
+
+
+def _driver(args: list[str], tmp_path: Path, log: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        _tuner(*args, cwd=tmp_path),
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        start_new_session=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _newest_snapshot_mtime(run_dir: Path) -> float:
+    return max((p.stat().st_mtime for p in run_dir.glob("experiment_state-*.json")), default=0.0)
+
+
+def test_repeated_kills_at_random_moments(tmp_path: Path) -> None:
+    """The driver is SIGKILLed at KILLS random moments, each after Tune wrote a snapshot in
+    that session, and resumed each time; then a last resume finishes the campaign."""
+    kills = 5
+    seed = int(os.environ.get("TUNER_KILL_SEED", time.time_ns() % 100_000))
+    print(f"kill moments drawn with TUNER_KILL_SEED={seed}")
+    rng = random.Random(seed)
+    data = tiny_digits_campaign(name="kills", budget={"trials": 32, "max_epochs": 4})
+    campaign = tmp_path / "kills.yaml"
+    campaign.write_text(yaml.safe_dump(data))
+    run_dir = tmp_path / "runs" / "kills"
+    first = ["run", str(campaign), "--runs-dir", str(tmp_path / "runs"), "--num-cpus", "2"]
+    resume = ["resume", str(run_dir), "--num-cpus", "2"]
+
+    finished_lines: dict[str, int] = {}  # trial folder -> result lines when first finished
+    orphans_seen = 0
+    starts = 0
+    deadline = time.monotonic() + 240
+    for n in range(kills):
+        log_path = tmp_path / f"driver-{n}.log"
+        with log_path.open("w") as log:
+            seen = _newest_snapshot_mtime(run_dir)
+            driver = _driver(first if n == 0 else resume, tmp_path, log)
+            starts += 1
+            try:
+                # A snapshot of this session first, so there is something to resume from.
+                while _newest_snapshot_mtime(run_dir) <= seen:
+                    assert driver.poll() is None, log_path.read_text()
+                    assert time.monotonic() < deadline, "no snapshot in this session"
+                    time.sleep(0.05)
+                time.sleep(rng.uniform(0.2, 6.0))
+                finished_early = driver.poll() is not None
+            finally:
+                kill_session(driver.pid)
+                driver.wait(timeout=30)
+        assert not finished_early, f"the campaign finished before kill {n + 1}"
+        lines = _result_lines(run_dir)
+        for trial_id in _finished_ids(run_dir):
+            name = f"trial_{trial_id}"
+            finished_lines.setdefault(name, lines.get(name, 0))
+        orphans_seen = len(list((run_dir / ".orphaned").glob("trial_*")))
+
+    final = run_cli(resume, cwd=tmp_path, timeout=300)
+    starts += 1
+    assert final.returncode == 0, final.stdout + final.stderr
+    orphans = sorted(p.name for p in (run_dir / ".orphaned").glob("trial_*"))
+    print(f"{kills} kills; {len(orphans)} orphaned trial folder(s) set aside: {orphans}")
+    assert len(orphans) >= orphans_seen
+
+    study = optuna.load_study(study_name="kills", storage=rundir.study_url(run_dir))
+    real = [
+        t for t in study.trials if not t.user_attrs.get("stop_reason", "").startswith("orphaned")
+    ]
+    assert len(real) == 32, [(t.number, t.state, t.user_attrs) for t in study.trials]
+    tune_ids = [t.user_attrs.get("tune_trial_id") for t in study.trials]
+    assert len(set(tune_ids)) == len(tune_ids)
+    assert not [t for t in study.trials if t.state is TrialState.RUNNING]
+    assert {t.state for t in real} <= {TrialState.COMPLETE, TrialState.PRUNED}
+    for t in real:
+        epochs = sorted(t.intermediate_values)
+        assert epochs == list(range(1, len(epochs) + 1)), (t.number, epochs)
+    # Every real trial has its folder; every folder left belongs to a real trial.
+    folders = {p.name for p in run_dir.glob("trial_*")}
+    assert folders == {f"trial_{t.user_attrs['tune_trial_id']}" for t in real}
+    # A trial finished before a kill was never rerun: its results did not grow.
+    lines = _result_lines(run_dir)
+    for name, count in finished_lines.items():
+        assert lines[name] == count, name
+    summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
+    assert summary["trials_run"] == 32
+    # The ledger: one session per driver start, in order, none overlapping the next.
+    sessions = json.loads((run_dir / "ledger.json").read_text())["sessions"]
+    assert len(sessions) == starts
+    for (s0, e0), (s1, _) in itertools.pairwise(sessions):
+        assert s0 <= e0 <= s1

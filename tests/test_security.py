@@ -1,0 +1,129 @@
+"""Security: YAML loaded safely, the embedded Ray kept to this machine, no credentials in run
+folders or messages. (Shipped cluster configs are checked for credentials in
+tests/test_cluster_configs.py::test_no_credentials.)"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import tiny_digits_campaign
+from tuner.cli import main
+from tuner.errors import SpecError
+from tuner.rundir import check_storage_uri
+from tuner.spec import load_campaign
+
+SENTINEL = "tuner-test-sentinel-0f9a7c"
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "!!python/object/apply:os.system ['touch {marker}']",
+        "!!python/object/new:os.system ['touch {marker}']",
+        "!!python/name:os.system",
+    ],
+)
+def test_yaml_tags_that_run_code_are_refused(tmp_path: Path, tag: str) -> None:
+    marker = tmp_path / "pwned"
+    text = yaml.safe_dump(tiny_digits_campaign()) + f"description: {tag.format(marker=marker)}\n"
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecError) as info:
+        load_campaign(path)
+    assert str(path) in str(info.value)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        f"s3://AKIAIOSFODNN7EXAMPLE:{SENTINEL}@bucket/runs",
+        f"gs://user:{SENTINEL}@bucket/runs",
+        f"s3://{SENTINEL}@bucket/runs",
+    ],
+)
+def test_a_storage_uri_with_credentials_is_refused_and_not_echoed(uri: str) -> None:
+    with pytest.raises(SpecError) as info:
+        check_storage_uri(uri)
+    message = str(info.value)
+    assert SENTINEL not in message and "AKIAIOSFODNN7EXAMPLE" not in message
+    assert "--storage-path" in message and "***@bucket" in message
+    assert "To fix:" in message and "AWS_SECRET_ACCESS_KEY" in message
+
+
+def test_a_storage_uri_without_credentials_passes() -> None:
+    assert check_storage_uri("s3://bucket/runs") == "s3://bucket/runs"
+    assert check_storage_uri("file:///tmp/x") == "file:///tmp/x"
+
+
+def test_the_cli_refuses_credentials_in_storage_before_writing_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(yaml.safe_dump(tiny_digits_campaign()))
+    code = main(["run", str(campaign), "--storage-path", f"s3://k:{SENTINEL}@bucket/runs"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "Traceback" not in err and SENTINEL not in err
+    assert "--storage-path" in err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.ray
+def test_the_embedded_ray_serves_its_dashboard_on_loopback_and_asks_for_a_token() -> None:
+    import psutil
+    import ray
+    from ray._private.authentication.authentication_utils import is_token_auth_enabled
+
+    from tuner.campaign import RayOptions, _init_ray
+
+    assert _init_ray(RayOptions(num_cpus=1))
+    try:
+        assert is_token_auth_enabled()
+        session = ray._private.worker._global_node.get_session_dir_path()
+        dashboards = [
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if any("dashboard.py" in part for part in p.info["cmdline"] or [])
+            and any(session in part for part in p.info["cmdline"] or [])
+        ]
+        listening = [
+            c.laddr
+            for p in dashboards
+            for c in p.net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN
+        ]
+        assert all(addr.ip == "127.0.0.1" for addr in listening), listening
+    finally:
+        ray.shutdown()
+
+
+@pytest.mark.ray
+def test_no_secret_of_the_environment_reaches_the_run_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tuner.campaign import RayOptions, run_campaign
+    from tuner.spec import parse_campaign
+
+    # Credentials the way a cloud user has them: in the environment (trials inherit it).
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SENTINEL)
+    monkeypatch.setenv("HF_TOKEN", SENTINEL)
+    spec = parse_campaign(
+        tiny_digits_campaign(budget={"trials": 2, "max_epochs": 1}),
+        "c.yaml",
+    )
+    run_dir = tmp_path / "runs" / spec.name
+    run_campaign(spec, run_dir, RayOptions(num_cpus=2), stream=io.StringIO())
+    token_file = Path.home() / ".ray" / "auth_token"
+    secrets = [SENTINEL.encode()]
+    if token_file.is_file() and token_file.read_text().strip():
+        secrets.append(token_file.read_text().strip().encode())
+    files = [p for p in run_dir.rglob("*") if p.is_file()]
+    assert len(files) > 5
+    leaked = [str(p) for p in files if any(s in p.read_bytes() for s in secrets)]
+    assert leaked == []
