@@ -14,6 +14,7 @@ Layout of ``runs/<name>/``::
                            memory), for `tuner recommend --profile`
     trial_<id>/            Ray Tune trial folders: result.json, progress.csv, checkpoints
     .snapshot/             last intact copies of Tune's snapshot files (see tuner/_snapshot.py)
+    .orphaned/             folders of trials started after Tune's last snapshot before a crash
     experiment_state-*.json, tuner.pkl, searcher-state-*.pkl   Ray Tune's own state
 """
 
