@@ -1,4 +1,4 @@
-"""Shared test fixtures: small campaign dicts for fast Ray runs."""
+"""Shared test fixtures: small campaign dicts for fast Ray runs, pinned built-ins."""
 
 from __future__ import annotations
 
@@ -75,3 +75,20 @@ def tiny_digits_campaign(**overrides: Any) -> dict[str, Any]:
 @pytest.fixture
 def tiny_campaign() -> dict[str, Any]:
     return tiny_digits_campaign()
+
+
+@pytest.fixture
+def pinned_builtins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin the built-in trainables so messages listing them stay exact."""
+    import trainables
+
+    monkeypatch.setattr(
+        trainables,
+        "BUILTINS",
+        {"digits_cnn": "trainables.digits:train", "tabular_mlp": "trainables.tabular:train"},
+    )
+
+
+def files_under(root: Path) -> set[Path]:
+    """Every path under ``root`` but Python's bytecode caches (of a trainable's import)."""
+    return {p for p in root.rglob("*") if "__pycache__" not in p.parts}

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-import trainables
+from tests.conftest import files_under
 from tuner._profiler import load_config_file
 from tuner.cli import main
 from tuner.cost import load_catalog, load_gpus, load_profile
@@ -40,6 +40,8 @@ from tuner.spec import load_campaign
 from tuner.spec._checks import Checker
 from tuner.spec._parse_space import parse_space
 from tuner.spec._yaml import load_yaml
+
+pytestmark = pytest.mark.usefixtures("pinned_builtins")
 
 CAMPAIGN = """\
 name: demo
@@ -773,16 +775,6 @@ ROWS: list[tuple[str, str, Any, str]] = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _builtins(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pin the built-in trainables so messages listing them stay exact."""
-    monkeypatch.setattr(
-        trainables,
-        "BUILTINS",
-        {"digits_cnn": "trainables.digits:train", "tabular_mlp": "trainables.tabular:train"},
-    )
-
-
 def _fill(text: str, *, path: Path | None = None, tmp: Path | None = None) -> str:
     if path is not None:
         text = text.replace("{path}", str(path))
@@ -843,11 +835,6 @@ def cli_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     sys.modules.pop(TRAINABLE_MODULE, None)
 
 
-def _tree(root: Path) -> set[Path]:
-    """Every path under ``root`` but Python's bytecode cache (of the trainable's import)."""
-    return {p for p in root.rglob("*") if "__pycache__" not in p.parts}
-
-
 @pytest.mark.parametrize(
     ("kind", "given", "expected"),
     [pytest.param(kind, given, expected, id=name) for name, kind, given, expected in ROWS],
@@ -876,7 +863,7 @@ def test_bad_input(
 def _check_cli(cli: Cli, expected: str, tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for name, content in cli.files.items():
         _write(tmp / name, content)
-    before = _tree(tmp)
+    before = files_under(tmp)
     capsys.readouterr()
     try:
         code = main([_fill(arg, tmp=tmp) for arg in cli.argv])
@@ -886,7 +873,7 @@ def _check_cli(cli: Cli, expected: str, tmp: Path, capsys: pytest.CaptureFixture
     assert code == 2
     assert err.endswith(_fill(expected, tmp=tmp) + "\n"), err
     assert "Traceback" not in err and "Traceback" not in out
-    assert _tree(tmp) == before  # no run folder, report, profile or cluster file
+    assert files_under(tmp) == before  # no run folder, report, profile or cluster file
 
 
 def test_table_is_large_and_ids_are_unique() -> None:

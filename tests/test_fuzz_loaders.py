@@ -27,6 +27,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import files_under
 from tuner import _argtypes
 from tuner._profiler import load_config_file
 from tuner.cli import main
@@ -492,21 +493,17 @@ def _run_cli(argv: list[str], cwd: Path) -> tuple[int, str]:
     return code, err.getvalue()
 
 
-def _tree(root: Path) -> set[Path]:
-    return {p for p in root.rglob("*") if "__pycache__" not in p.parts}
-
-
 @FILES
 @given(pairs=st.lists(st.tuples(st.sampled_from(RUN_FLAGS), FLAG_VALUES), max_size=4))
 def test_cli_run_flags(cli_folder: Path, pairs: list[tuple[str, str]]) -> None:
-    before = _tree(cli_folder)
+    before = files_under(cli_folder)
     argv = ["run", str(cli_folder / "c.yaml")] + [x for pair in pairs for x in pair]
     code, err = _run_cli(argv, cli_folder)
     assert code in (0, 2), (argv, err)
     assert "Traceback" not in err
     if code == 2:
         assert "error: " in err
-    assert _tree(cli_folder) == before  # the stub writes nothing; bad input neither
+    assert files_under(cli_folder) == before  # the stub writes nothing; bad input neither
 
 
 @FILES

@@ -550,7 +550,7 @@ def resume_campaign(
     _prepare_env(spec)
     pricer = make_pricer(spec)
     stop_key = run_info.get("stop_key")
-    ledger = read_ledger(run_dir)
+    ledger, ledger_file = read_ledger(run_dir)
     started = _init_ray(options)
     try:
         cluster = read_cluster(options, joined=_joined(options))
@@ -566,7 +566,7 @@ def resume_campaign(
             guard = _make_guard(
                 spec, run_dir, ledger, pricer, cluster, concurrent, None, stream, stop_key
             )
-            guard.carry_over(_ledger_file(run_dir))
+            guard.carry_over(ledger_file)
         print(f"resuming campaign {spec.name} from {run_dir}", file=stream or sys.stdout)
         watch = None
         if stop_key:
@@ -633,24 +633,20 @@ def make_pricer(spec: CampaignSpec) -> NodePricer:
     )
 
 
-def read_ledger(run_dir: Path) -> Ledger:
-    """The run's ledger.json, or a fresh ledger when there is none."""
+def read_ledger(run_dir: Path) -> tuple[Ledger, dict[str, Any]]:
+    """The run's ledger.json as a ledger and as written (the guard's outcome is there too),
+    or a fresh ledger and {} when there is none."""
     path = run_dir / LEDGER_FILE
     if not path.is_file():
-        return Ledger()
+        return Ledger(), {}
     try:
-        return Ledger.from_dict(json.loads(path.read_text()))
+        data = dict(json.loads(path.read_text()))
+        return Ledger.from_dict(data), data
     except (ValueError, TypeError, KeyError) as err:
         raise TunerError(
             f"{path}: the spend ledger is damaged ({err}).\n"
             "  To fix: restore it from a backup; deleting it resumes with nothing spent."
         ) from None
-
-
-def _ledger_file(run_dir: Path) -> dict[str, Any]:
-    """ledger.json as written (read_ledger has vouched for it), or {} without one."""
-    path = run_dir / LEDGER_FILE
-    return dict(json.loads(path.read_text())) if path.is_file() else {}
 
 
 def _make_guard(

@@ -176,8 +176,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if storage is not None and "://" in storage:
         from tuner.rundir import check_storage_uri
 
-        check_storage_uri(storage)
-    if storage is not None and "://" not in storage:
+        check_storage_uri(storage)  # here too, to name the flag
+    elif storage is not None:
         runs_dir, storage = Path(storage), None  # a shared folder: the run folder goes there
     run_dir = new_run_dir(runs_dir, spec.name)
     # Heavy imports (ray, torch) only once the input is known to be good.

@@ -45,6 +45,22 @@ def test_digits_under_ray_tune_reports_and_resumes(local_ray: None, tmp_path: Pa
         assert sorted(os.listdir(directory)) == [MANIFEST_FILE, CHECKPOINT_FILE]
 
 
+def _fit_with_one_retry(train: Any, name: str, storage: Path) -> Any:
+    """One three-epoch digits trial under Tune, retried once after a failure."""
+    tuner = tune.Tuner(
+        tune.with_resources(train, {"cpu": 1}),
+        param_space={"channels": 8, "hidden": 16, "tuner_max_epochs": 3},
+        run_config=tune.RunConfig(
+            name=name,
+            storage_path=str(storage),
+            verbose=0,
+            failure_config=tune.FailureConfig(max_failures=1),
+        ),
+    )
+    (result,) = tuner.fit()
+    return result
+
+
 def test_failed_trial_resumes_from_its_checkpoint(local_ray: None, tmp_path: Path) -> None:
     marker = tmp_path / "failed_once"
 
@@ -59,18 +75,7 @@ def test_failed_trial_resumes_from_its_checkpoint(local_ray: None, tmp_path: Pat
 
         digits.train(config, FailOnceSession())
 
-    config = {"channels": 8, "hidden": 16, "tuner_max_epochs": 3}
-    tuner = tune.Tuner(
-        tune.with_resources(flaky_train, {"cpu": 1}),
-        param_space=config,
-        run_config=tune.RunConfig(
-            name="flaky",
-            storage_path=str(tmp_path),
-            verbose=0,
-            failure_config=tune.FailureConfig(max_failures=1),
-        ),
-    )
-    (result,) = tuner.fit()
+    result = _fit_with_one_retry(flaky_train, "flaky", tmp_path)
     assert result.error is None and marker.exists()
     # Started from scratch, the retry would report epoch 1 again.
     assert list(result.metrics_dataframe["epoch"]) == [1, 2, 3]
@@ -94,18 +99,7 @@ def test_corrupted_latest_checkpoint_falls_back_under_ray(local_ray: None, tmp_p
 
         digits.train(config, CorruptOnceSession())
 
-    config = {"channels": 8, "hidden": 16, "tuner_max_epochs": 3}
-    tuner = tune.Tuner(
-        tune.with_resources(corrupting_train, {"cpu": 1}),
-        param_space=config,
-        run_config=tune.RunConfig(
-            name="fallback",
-            storage_path=str(storage),
-            verbose=0,
-            failure_config=tune.FailureConfig(max_failures=1),
-        ),
-    )
-    (result,) = tuner.fit()
+    result = _fit_with_one_retry(corrupting_train, "fallback", storage)
     assert result.error is None and marker.exists()
     rows = [json.loads(line) for line in Path(result.path, "result.json").read_text().splitlines()]
     # The retry was handed epoch 2's (truncated) checkpoint and resumed from epoch 1's.

@@ -8,21 +8,12 @@ from typing import Any
 
 import pytest
 
-import trainables
 from tuner.errors import SpecError
 from tuner.spec import parse_campaign
 
+pytestmark = pytest.mark.usefixtures("pinned_builtins")
+
 DELETE = object()
-
-
-@pytest.fixture(autouse=True)
-def _builtins(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pin the built-in trainables so messages listing them stay exact."""
-    monkeypatch.setattr(
-        trainables,
-        "BUILTINS",
-        {"digits_cnn": "trainables.digits:train", "tabular_mlp": "trainables.tabular:train"},
-    )
 
 
 def base() -> dict[str, Any]:
