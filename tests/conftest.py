@@ -12,6 +12,10 @@ from typing import Any
 
 import pytest
 
+# Campaigns in tests skip the end-of-run report (~2 s of plotting each, ~100 campaigns);
+# tests/tuner/report/ turns it back on where the report is what they check.
+os.environ.setdefault("TUNER_NO_REPORT", "1")
+
 
 def kill_session(sid: int) -> None:
     """SIGKILLs every process in session ``sid``: a CLI the test started and its Ray."""

@@ -683,7 +683,7 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "cli",
         Cli(["rnu"]),
         "tuner: error: argument COMMAND: invalid choice: 'rnu' (choose from 'run', 'resume', "
-        "'show', 'profile', 'recommend', 'predict')",
+        "'show', 'report', 'profile', 'recommend', 'predict')",
     ),
     (
         "resume_missing_folder",

@@ -559,6 +559,24 @@ class BudgetGuard:
 
     # -- results ---------------------------------------------------------------------------
 
+    def live(self) -> dict[str, Any]:
+        """Spend so far against the limits, the spend rate and the latest PENDING warning,
+        for the live view."""
+        with self._lock:
+            now = time.time()
+            return {
+                "usd": self._ledger.usd(now),
+                "usd_per_hour": self._ledger.usd_per_hour_now(),
+                "gpu_hours": self._ledger.gpu_hours(now),
+                "limit_usd": self._limits.usd,
+                "limit_gpu_hours": self._limits.gpu_hours,
+                "pending_warnings": len(self.pending_warnings),
+                "last_pending": self.pending_warnings[-1]["reason"]
+                if self.pending_warnings
+                else None,
+                "exhausted": self.exhausted,
+            }
+
     def summary(self) -> dict[str, Any]:
         """The ledger's totals and the guard's outcome, for summary.json."""
         with self._lock:

@@ -1,7 +1,9 @@
-"""Live progress of a campaign on the terminal: trials by state and the best value so far.
+"""Live progress of a campaign on the terminal: trials by state, the best value so far and,
+with a money or GPU-hour budget, spend against it, the spend rate and PENDING warnings.
 
-On a terminal one status line is redrawn in place; elsewhere (CI logs, pipes) a plain line is
-printed at most every ``log_every_s`` seconds and whenever a trial finishes.
+On a terminal a compact block (progress bars for trials and money, the status line, the
+latest PENDING warning) is redrawn in place twice a second; elsewhere (CI logs, pipes) one
+plain line is printed at most every ``log_every_s`` seconds and whenever a trial finishes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ray.tune import Callback
 from ray.tune.experiment import Trial
 
 from tuner._failures import watch_for
+from tuner._guard import guard_for
 
 
 def format_status(
@@ -46,6 +49,37 @@ def format_status(
     return " | ".join(parts)
 
 
+def bar(fraction: float, width: int = 20) -> str:
+    """``[#####---------------]``: ``fraction`` (clipped to 0..1) of ``width``."""
+    filled = round(max(0.0, min(1.0, fraction)) * width)
+    return "[" + "#" * filled + "-" * (width - filled) + "]"
+
+
+def format_money(money: dict[str, Any]) -> str:
+    """Spend against the budget and the rate, e.g. ``$0.42 of $5.00 (8%) at $3.60/h``."""
+    text = f"${money['usd']:.2f}"
+    if money.get("limit_usd"):
+        text += f" of ${money['limit_usd']:.2f} ({money['usd'] / money['limit_usd']:.0%})"
+    if money.get("limit_gpu_hours"):
+        text += f", {money['gpu_hours']:.3g} of {money['limit_gpu_hours']:g} GPU-h"
+    text += f" at ${money['usd_per_hour']:.2f}/h"
+    if money.get("pending_warnings"):
+        text += f", {money['pending_warnings']} PENDING warning(s)"
+    return text
+
+
+def format_block(line: str, *, done: int, total: int, money: dict[str, Any] | None) -> list[str]:
+    """The live view's lines on a terminal."""
+    lines = [f"trials {bar(done / total if total else 0.0)} {done}/{total}"]
+    if money is not None:
+        limit = money.get("limit_usd")
+        lines.append(f"money  {bar(money['usd'] / limit if limit else 0.0)} {format_money(money)}")
+    lines.append(line)
+    if money is not None and money.get("last_pending"):
+        lines.append(f"PENDING: {money['last_pending']}")
+    return lines
+
+
 class ProgressCallback(Callback):
     """Prints campaign progress; a Ray Tune callback run in the driver."""
 
@@ -73,6 +107,7 @@ class ProgressCallback(Callback):
         self._stopped_early: set[str] = set()
         # The failure watch's key (tuner._failures): failed trials as Optuna was told.
         self._failure_key = failure_key
+        self._drawn = 0  # lines of the live block on the terminal now
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -144,8 +179,17 @@ class ProgressCallback(Callback):
             best_trial=self._best_trial,
             failed=None if watch is None else watch.count,
         )
+        guard = guard_for(getattr(self, "_failure_key", None))
+        money = guard.live() if guard is not None else None
         if tty:
-            self._out.write("\r\x1b[2K" + line)
+            done = counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0)
+            lines = format_block(line, done=done, total=self._total, money=money)
+            drawn = getattr(self, "_drawn", 0)
+            up = f"\x1b[{drawn - 1}F" if drawn > 1 else ""
+            self._out.write("\r" + up + "\x1b[J" + "\n".join(lines))
+            self._drawn = len(lines)
         else:
+            if money is not None:
+                line += " | " + format_money(money)
             self._out.write(line + "\n")
         self._out.flush()

@@ -765,6 +765,7 @@ def _fit_and_summarize(
             f"{best['state']}); config in {run_dir / rundir.BEST_FILE}",
             file=out,
         )
+    _write_report(run_dir, out)
     if summary["status"] == STATUS_BUDGET:
         print(f"status: {STATUS_BUDGET} ({budget and budget['exhausted']})", file=out)
     if summary["status"] == STATUS_FAILURES:
@@ -776,6 +777,31 @@ def _fit_and_summarize(
             file=out,
         )
     return CampaignResult(run_dir=run_dir, summary=summary)
+
+
+NO_REPORT_ENV = "TUNER_NO_REPORT"
+"""Set (to anything but empty or 0) to skip the report at the end of a campaign (the test
+suite does: ~2 s of plotting per campaign); ``tuner report RUN_DIR`` writes it later."""
+
+
+def _write_report(run_dir: Path, out: TextIO) -> None:
+    """The campaign report at the end of the run; its failure never loses the campaign."""
+    if os.environ.get(NO_REPORT_ENV, "") not in ("", "0"):
+        return
+    from tuner.report import write_report
+
+    try:
+        written = write_report(run_dir)
+    except Exception as err:  # the results are saved; the report can be rewritten
+        print(
+            f"report not written ({type(err).__name__}: {err}); `tuner report {run_dir}` retries",
+            file=out,
+        )
+        return
+    print(
+        f"report: {written['html']} (also {written['markdown'].name}, {written['json'].name})",
+        file=out,
+    )
 
 
 def _failed_trials(run_dir: Path) -> int:

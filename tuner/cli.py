@@ -65,6 +65,17 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="print the summary as JSON")
     show.set_defaults(handler=_cmd_show)
 
+    report = sub.add_parser(
+        "report",
+        help="write the campaign report of a run folder (report.md, report.html, report.json)",
+        description="Write the report of a run folder: best trial and its configuration, top "
+        "trials, optimization history, learning curves with the ASHA rungs, hyperparameter "
+        "importances, spend against the budget, predicted vs actual, GPU utilization, and "
+        "trial outcomes. report.html is one self-contained page; report.json the figures.",
+    )
+    report.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/digits-cnn")
+    report.set_defaults(handler=_cmd_report)
+
     from tuner._costcli import add_profile_command, add_recommend_command
     from tuner.cost._cli import add_predict_command
 
@@ -278,6 +289,19 @@ def _cmd_show(args: argparse.Namespace) -> int:
             from tuner.cost._reality import format_comparison
 
             print(f"\n{format_comparison(cost)}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from tuner.report import write_report
+    from tuner.rundir import check_resumable
+
+    check_resumable(args.run_dir)
+    if not (args.run_dir / "study.db").is_file():
+        raise TunerError(f"{args.run_dir}: no study.db yet (no trial has started).")
+    written = write_report(args.run_dir)
+    for kind, path in written.items():
+        print(f"{kind:8s} {path}")
     return 0
 
 

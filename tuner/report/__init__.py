@@ -1,0 +1,65 @@
+"""Campaign reports: ``report.json``, ``report.md`` (plots beside it) and a self-contained
+``report.html``, from a run folder alone (see :func:`write_report`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from tuner.report._collect import collect, outcome_of, rungs, spend_series
+from tuner.report._render import PLOTS, html_page, markdown, plots
+
+REPORT_JSON = "report.json"
+REPORT_MD = "report.md"
+REPORT_HTML = "report.html"
+PLOTS_DIR = "report_plots"
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Atomically: a reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_report(run_dir: Path) -> dict[str, Path]:
+    """Writes the report of the campaign in ``run_dir``; returns the files by kind."""
+    report = collect(run_dir)
+    pngs = plots(report)
+    images = run_dir / PLOTS_DIR
+    images.mkdir(exist_ok=True)
+    names = {name: f"{PLOTS_DIR}/{name}.png" for name in PLOTS}
+    for name, png in pngs.items():
+        _write(run_dir / names[name], png)
+    out = {
+        "json": run_dir / REPORT_JSON,
+        "markdown": run_dir / REPORT_MD,
+        "html": run_dir / REPORT_HTML,
+    }
+    _write(out["json"], (json.dumps(report, indent=1, default=str) + "\n").encode())
+    _write(out["markdown"], markdown(report, names).encode())
+    _write(out["html"], html_page(report, pngs).encode())
+    return out
+
+
+__all__ = [
+    "PLOTS",
+    "REPORT_HTML",
+    "REPORT_JSON",
+    "REPORT_MD",
+    "collect",
+    "outcome_of",
+    "rungs",
+    "spend_series",
+    "write_report",
+]
