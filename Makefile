@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: setup run test lint typecheck unit clean
+.PHONY: setup run test lint typecheck unit bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ unit: setup  ## fast tests only (no Ray)
 
 test: lint typecheck  ## lint, type-check and run every test (Ray ones included)
 	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+bench: setup  ## the benchmarks behind the README's Performance section (~25 min)
+	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/tuning_efficiency.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

