@@ -397,11 +397,17 @@ def _plot(results: dict[str, Any], all_tasks: dict[str, Task], path: Path) -> No
             hi = [max(col) for col in zip(*runs, strict=True)]
             ax.plot(xs, med, label=name)
             ax.fill_between(xs, lo, hi, alpha=0.15)
-        ax.set_title(task_name)
+        ax.set_title(f"{task_name} (median, min-max band over seeds)")
         ax.set_xlabel("trial-epochs consumed")
-        ax.set_ylabel("best validation score so far (median, min-max over seeds)")
+        ax.set_ylabel(f"best {all_tasks[task_name].campaign['metric']} so far")
         if not res["maximize"]:
             ax.set_yscale("log")
+        else:  # zoom past the first tenth of the budget, where the contenders differ
+            start = max(1, res["budget_epochs"] // 10)
+            low = min(
+                min(run[start - 1] for run in c["curves"]) for c in res["contenders"].values()
+            )
+            ax.set_ylim(bottom=low - 0.1 * (1 - low), top=1.0)
         ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
