@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+from pathlib import Path
 from typing import Any
 
 import optuna
@@ -27,6 +28,7 @@ from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
 from tuner._failures import watch_for
+from tuner._snapshot import snapshot_trial_ids
 from tuner.outcome import Decision, Failure, Outcome, decide_outcome, failure_message
 
 logger = logging.getLogger(__name__)
@@ -78,6 +80,7 @@ class FidelityOptunaSearch(OptunaSearch):
         self._already_final: set[str] = set()
         # Non-orphan study trials Tune's restored snapshot does not know (finished after it).
         self._untracked_trials = 0
+        self._concurrency_cap: int | None = None
 
     def suggest(self, trial_id: str) -> dict[Any, Any] | None:
         watch = watch_for(self._gate_key)
@@ -91,12 +94,13 @@ class FidelityOptunaSearch(OptunaSearch):
             and len(self._ot_trials) + self._untracked_trials >= self._max_trials
         ):
             return Searcher.FINISHED  # type: ignore[return-value]  # Tune accepts it
-        if self._gate_key is not None and trial_id not in self._ot_trials:
+        new = trial_id not in self._ot_trials
+        if new and self._concurrency_cap and self._live_trials() >= self._concurrency_cap:
+            return None
+        if self._gate_key is not None and new:
             from tuner._guard import GATE_CLOSED, GATE_WAIT, gate_for
 
-            finished = self._completed_trials | self._already_final
-            live = sum(1 for tid in self._ot_trials if tid not in finished)
-            gate = gate_for(self._gate_key, live)
+            gate = gate_for(self._gate_key, self._live_trials())
             if gate == GATE_CLOSED:
                 return Searcher.FINISHED  # type: ignore[return-value]
             if gate == GATE_WAIT:
@@ -214,20 +218,58 @@ class FidelityOptunaSearch(OptunaSearch):
         last = max(frozen.intermediate_values)
         return {self.metric: frozen.intermediate_values[last], self._epoch_attr: last}
 
-    def restore(self, checkpoint_path: str) -> None:
-        super().restore(checkpoint_path)
-        self._reconcile()
+    def set_max_concurrency(self, max_concurrent: int) -> bool:
+        """Caps live trials here, so Tune does not wrap us in a ``ConcurrencyLimiter``.
 
-    def _reconcile(self) -> None:
-        """Makes the restored searcher agree with the study on disk (the source of truth)."""
+        The limiter keeps its own set of live trials in ``search_gen_state``, which Tune
+        writes after ``experiment_state``: a driver killed between the two leaves it out of
+        step with the restored trials (finished ones hold slots forever, resumed ones are
+        never told to the searcher). Counted here, live trials come from the reconciled
+        state below.
+        """
+        self._concurrency_cap = max_concurrent
+        return True
+
+    def _live_trials(self) -> int:
+        finished = self._completed_trials | self._already_final
+        return sum(1 for tid in self._ot_trials if tid not in finished)
+
+    def restore(self, checkpoint_path: str) -> None:
+        cap = self._concurrency_cap  # this run's (Tune sets it before restoring)
+        super().restore(checkpoint_path)
+        self._concurrency_cap = cap if cap is not None else self._concurrency_cap
+        # Tune writes experiment_state before this pickle: after a crash between the two,
+        # the snapshot a restore resumes can know trials this pickle does not.
+        self._reconcile(snapshot_trial_ids(Path(checkpoint_path).parent))
+
+    def _reconcile(self, resumed: set[str] | None = None) -> None:
+        """Makes the restored searcher agree with the study on disk (the source of truth).
+
+        Args:
+            resumed: Tune trial ids in the experiment snapshot being restored (None: not
+                known; the searcher's own pickle is then trusted).
+        """
         study: optuna.Study = self._ot_study  # type: ignore[assignment]
+        storage = study._storage
+        # Recounted from the study on every restore (the pickle carries the last count).
+        self._untracked_trials = 0
+        if resumed is not None:
+            for tid in [t for t in self._ot_trials if t not in resumed]:
+                # Asked for, but the snapshot Tune resumes never had it: it will not run.
+                self._ot_trials.pop(tid)
+                self._reported.pop(tid, None)
         known = {t.number: tid for tid, t in self._ot_trials.items()}
-        orphans = 0
+        orphans = adopted = 0
         for frozen in study.get_trials(deepcopy=False):
             tune_id = known.get(frozen.number)
+            attr_id = frozen.user_attrs.get(TUNE_TRIAL_ID_ATTR)
+            if tune_id is None and resumed is not None and attr_id in resumed:
+                # In Tune's snapshot, not in this (older) pickle: Tune resumes it; track it.
+                tune_id = str(attr_id)
+                self._ot_trials[tune_id] = optuna.Trial(study, frozen._trial_id)
+                adopted += 1
             if tune_id is None:
                 if frozen.state in (TrialState.RUNNING, TrialState.WAITING):
-                    storage = study._storage
                     storage.set_trial_user_attr(frozen._trial_id, STOP_REASON_ATTR, ORPHAN_REASON)
                     study.tell(frozen.number, state=TrialState.FAIL)
                     orphans += 1
@@ -239,3 +281,7 @@ class FidelityOptunaSearch(OptunaSearch):
             self._reported[tune_id] = set(frozen.intermediate_values)
         if orphans:
             logger.warning("Marked %d orphaned Optuna trial(s) FAIL after restore.", orphans)
+        if adopted:
+            logger.warning(
+                "Tracking %d trial(s) Tune's snapshot knows but the searcher's did not.", adopted
+            )

@@ -15,6 +15,7 @@ import os
 import pickletools
 import shutil
 import time
+from collections.abc import Set
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,7 @@ def snapshot_trial_ids(run_dir: Path) -> set[str] | None:
     return ids
 
 
-def set_aside_orphans(run_dir: Path) -> list[str]:
+def set_aside_orphans(run_dir: Path, finished: Set[str] = frozenset()) -> list[str]:
     """Moves trial folders the snapshot does not know into ``ORPHAN_DIR``; returns them.
 
     A trial started after Tune's last snapshot before the driver died has a folder (its
@@ -123,13 +124,18 @@ def set_aside_orphans(run_dir: Path) -> list[str]:
     experiment does not know it, and its Optuna trial is marked FAIL as orphaned. Left in
     place, its partial results would be read as a trial's (profiles, reports). Moved, not
     deleted: what it measured stays on disk.
+
+    Args:
+        finished: Tune trial ids whose Optuna trial is already final (it started and
+            ended after the snapshot): a whole trial of the campaign, its folder stays.
     """
     known = snapshot_trial_ids(run_dir)
     if known is None:
         return []
     moved = []
     for folder in sorted(run_dir.glob("trial_*")):
-        if not folder.is_dir() or folder.name.removeprefix("trial_") in known:
+        tune_id = folder.name.removeprefix("trial_")
+        if not folder.is_dir() or tune_id in known or tune_id in finished:
             continue
         dest = run_dir / ORPHAN_DIR / folder.name
         dest.parent.mkdir(exist_ok=True)

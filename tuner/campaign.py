@@ -27,12 +27,19 @@ import yaml
 from ray import tune
 
 from tuner import rundir
-from tuner._bridge import FAILURE_ATTR, FidelityOptunaSearch
+from tuner._bridge import (
+    FAILURE_ATTR,
+    ORPHAN_REASON,
+    STOP_REASON_ATTR,
+    TUNE_TRIAL_ID_ATTR,
+    FidelityOptunaSearch,
+)
 from tuner._failures import STATUS_FAILURES, FailureWatch
 from tuner._guard import BudgetGuard, GuardLink
 from tuner._progress import ProgressCallback
 from tuner._scheduler import PersistentASHA, PersistentFIFO
 from tuner._snapshot import ORPHAN_DIR, SnapshotGuard, repair_snapshot, set_aside_orphans
+from tuner._study import checkpoint_study, study_storage
 from tuner._trial import TRAINABLE_KEY, run_trial
 from tuner.budget import (
     LEDGER_FILE,
@@ -326,16 +333,14 @@ def _build_tuner(
     storage: str | None = None,
 ) -> tune.Tuner:
     mode = spec.mode.value
-    study_storage = optuna.storages.RDBStorage(
-        rundir.study_url(run_dir), engine_kwargs={"connect_args": {"timeout": 30}}
-    )
+    study = study_storage(run_dir)
     searcher = FidelityOptunaSearch(
         space=DefineByRun(spec.space),
         metric=spec.metric,
         mode=mode,
         sampler=make_sampler(spec.sampler, spec.space),
         study_name=spec.name,
-        storage=study_storage,
+        storage=study,
         max_epochs=spec.budget.max_epochs,
         max_trials=spec.budget.trials,
         epoch_attr=EPOCH_ATTR,
@@ -531,7 +536,7 @@ def resume_campaign(
     repaired = repair_snapshot(run_dir)
     if repaired:
         print(f"repaired Tune snapshot files a crash left damaged: {', '.join(repaired)}")
-    orphans = set_aside_orphans(run_dir)
+    orphans = set_aside_orphans(run_dir, finished=_final_trial_ids(run_dir))
     if orphans:
         print(
             f"{len(orphans)} trial folder(s) of trials started after Tune's last snapshot "
@@ -736,6 +741,7 @@ def _fit_and_summarize(
         if watch is not None:
             watch.close()
     wall_s = time.monotonic() - start
+    checkpoint_study(run_dir)  # study.db alone is the whole study from here on
     if guard is not None and guard.exhausted is not None:
         _close_unstarted(run_dir, spec, guard.exhausted)
     cost = _predicted_vs_actual(spec, run_dir, wall_s)
@@ -802,6 +808,21 @@ def _write_report(run_dir: Path, out: TextIO) -> None:
         f"report: {written['html']} (also {written['markdown'].name}, {written['json'].name})",
         file=out,
     )
+
+
+def _final_trial_ids(run_dir: Path) -> set[str]:
+    """Tune ids of the study's trials that ended (not as orphans): whole trials."""
+    try:
+        study = open_study(run_dir)
+    except FileNotFoundError:
+        return set()
+    return {
+        str(t.user_attrs[TUNE_TRIAL_ID_ATTR])
+        for t in study.get_trials(deepcopy=False)
+        if t.state.is_finished()
+        and TUNE_TRIAL_ID_ATTR in t.user_attrs
+        and t.user_attrs.get(STOP_REASON_ATTR) != ORPHAN_REASON
+    }
 
 
 def _failed_trials(run_dir: Path) -> int:

@@ -5,13 +5,19 @@ checkpointing every epoch. When both workers are busy and a trial is past its se
 epoch, one worker node is killed (SIGKILL, no graceful shutdown: a lost spot instance)
 and a fresh node joins, as the autoscaler would replace it. The trials it ran continue
 from their latest checkpoint on the other nodes; the campaign completes; every trial ends
-at its final epoch; no epoch is reported twice or missing, neither in Tune's results nor
-in the Optuna study.
+at its final epoch; no epoch is missing, and the Optuna study holds each epoch once.
+
+At most one epoch per lost trial runs twice, and that is Tune's design, not ours. A
+function trainable's checkpoint is on disk when ``train.report`` returns, but Tune
+registers it only after a second round trip to the actor (``save``), and it logs the
+result before that. If the node dies between the two, Tune restores the checkpoint
+before, and the epoch in flight runs again. The test allows exactly that.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import threading
 import time
@@ -51,6 +57,16 @@ def _rows(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     except (OSError, json.JSONDecodeError):
         return []
+
+
+def _runs(rows: list[dict[str, Any]]) -> list[list[int]]:
+    """The epochs each run of a trial reported; a restored run restarts the count at 1."""
+    runs: list[list[int]] = []
+    for row in rows:
+        if row["iterations_since_restore"] == 1 or not runs:
+            runs.append([])
+        runs[-1].append(row["epoch"])
+    return runs
 
 
 def _running_past_epoch_2(run_dir: Path) -> int:
@@ -105,12 +121,17 @@ def test_a_killed_worker_node_costs_no_trial_and_no_epoch(tmp_path: Path) -> Non
     summary = outcome["result"].summary
     assert summary["status"] == "completed"
     assert summary["trials_finished"] == 4
-    # Each trial's results: epochs 1..MAX_EPOCHS, each once, in order.
+    # Each trial's results: epochs 1..MAX_EPOCHS in order, none missing; a restored run
+    # picks up at the epoch after its checkpoint, or redoes the one epoch in flight.
     restored = 0
     for path in sorted(run_dir.glob("trial_*/result.json")):
         rows = _rows(path)
-        assert [r["epoch"] for r in rows] == list(range(1, MAX_EPOCHS + 1)), path
-        restored += any(r["iterations_since_restore"] < r["training_iteration"] for r in rows)
+        runs = _runs(rows)
+        assert sorted({e for run in runs for e in run}) == list(range(1, MAX_EPOCHS + 1)), path
+        for before, after in itertools.pairwise(runs):
+            assert after[0] in (before[-1], before[-1] + 1), (path, runs)
+        assert all(run == list(range(run[0], run[-1] + 1)) for run in runs), (path, runs)
+        restored += len(runs) > 1
     assert restored >= 1, "no trial was restored from a checkpoint after the node loss"
     # The study: four COMPLETE trials, each with one value per epoch.
     study = open_study(run_dir)

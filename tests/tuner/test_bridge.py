@@ -8,6 +8,8 @@ that one-epoch value; ours tells PRUNED and keeps the per-epoch values keyed by 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import optuna
@@ -128,6 +130,112 @@ def test_restore_marks_orphans_failed_and_never_retells_finished(tmp_path: Any) 
         TrialState.FAIL,
     ]
     assert not [t for t in study.trials if t.state is TrialState.RUNNING]
+
+
+def _ours(storage: Any, **kwargs: Any) -> FidelityOptunaSearch:
+    return FidelityOptunaSearch(
+        space=SPACE,
+        metric="val_loss",
+        mode="min",
+        max_epochs=2,
+        storage=storage,
+        study_name="s",
+        **kwargs,
+    )
+
+
+def _experiment_state(folder: Path, trial_ids: list[str]) -> None:
+    """Tune's experiment_state file as far as a restore's trial list goes."""
+    entries = [[json.dumps({"trial_id": tid}), "{}"] for tid in trial_ids]
+    (folder / "experiment_state-2026-01-01_00-00-00.json").write_text(
+        json.dumps({"trial_data": entries})
+    )
+
+
+def _finish(searcher: FidelityOptunaSearch, trial_id: str, loss: float) -> None:
+    for epoch in (1, 2):
+        searcher.on_trial_result(trial_id, {"val_loss": loss, "epoch": epoch})
+    searcher.on_trial_complete(trial_id, {"val_loss": loss, "epoch": 2})
+
+
+def test_restore_tracks_trials_tunes_snapshot_has_but_the_older_pickle_lacks(
+    tmp_path: Path,
+) -> None:
+    # Tune writes experiment_state, then the searcher pickle: a driver killed in between
+    # leaves a snapshot that knows trial "c" and a pickle that does not.
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/study.db")
+    searcher = _ours(storage, seed=0)
+    searcher.suggest("a")
+    searcher.suggest("b")
+    searcher.save(str(tmp_path / "searcher-state-x.pkl"))
+    searcher.suggest("c")
+    _experiment_state(tmp_path, ["a", "b", "c"])
+
+    restored = _ours(storage)
+    restored.restore(str(tmp_path / "searcher-state-x.pkl"))
+    study = optuna.load_study(study_name="s", storage=storage)
+    assert [t.state for t in study.trials] == [TrialState.RUNNING] * 3  # no orphan
+    # Tune resumes "c": its epochs and completion reach the study.
+    _finish(restored, "c", 0.25)
+    trial_c = {t.user_attrs["tune_trial_id"]: t for t in study.trials}["c"]
+    assert trial_c.state is TrialState.COMPLETE
+    assert trial_c.intermediate_values == {1: 0.25, 2: 0.25}
+
+
+def test_restore_orphans_trials_the_pickle_has_but_tunes_snapshot_lacks(tmp_path: Path) -> None:
+    # experiment_state came back from its backup (a crash damaged it): one snapshot older.
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/study.db")
+    searcher = _ours(storage, seed=0)
+    for tid in ("a", "b"):
+        searcher.suggest(tid)
+    searcher.save(str(tmp_path / "searcher-state-x.pkl"))
+    _experiment_state(tmp_path, ["a"])
+
+    restored = _ours(storage)
+    restored.set_max_concurrency(1)
+    restored.restore(str(tmp_path / "searcher-state-x.pkl"))
+    study = optuna.load_study(study_name="s", storage=storage)
+    by_id = {t.user_attrs["tune_trial_id"]: t for t in study.trials}
+    assert by_id["b"].state is TrialState.FAIL
+    assert by_id["b"].user_attrs["stop_reason"] == ORPHAN_REASON
+    # "b" holds no slot: once "a" finishes, the one slot is free for a new trial.
+    assert restored.suggest("d") is None
+    _finish(restored, "a", 0.3)
+    assert restored.suggest("d") is not None
+
+
+def test_repeated_restores_count_trials_finished_after_a_snapshot_once(tmp_path: Path) -> None:
+    # "b" finishes after the snapshot that lists only "a"; the campaign is restored twice,
+    # the second time from a pickle the first resumed run wrote. It must still ask for
+    # exactly max_trials = 4: a, b (finished, untracked), and two more.
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/study.db")
+    searcher = _ours(storage, seed=0, max_trials=4)
+    searcher.suggest("a")
+    searcher.save(str(tmp_path / "searcher-state-x.pkl"))
+    searcher.suggest("b")
+    _finish(searcher, "b", 0.4)
+    _experiment_state(tmp_path, ["a"])
+
+    first = _ours(storage, max_trials=4)
+    first.restore(str(tmp_path / "searcher-state-x.pkl"))
+    first.save(str(tmp_path / "searcher-state-x.pkl"))
+    second = _ours(storage, max_trials=4)
+    second.restore(str(tmp_path / "searcher-state-x.pkl"))
+    assert second.suggest("c") is not None
+    assert second.suggest("d") is not None
+    assert second.suggest("e") == "FINISHED"
+
+
+def test_concurrency_is_capped_by_the_searcher_itself() -> None:
+    searcher = FidelityOptunaSearch(
+        space=SPACE, metric="val_loss", mode="min", seed=0, max_epochs=2
+    )
+    assert searcher.set_max_concurrency(2) is True  # Tune adds no ConcurrencyLimiter
+    assert searcher.suggest("a") is not None
+    assert searcher.suggest("b") is not None
+    assert searcher.suggest("c") is None
+    _finish(searcher, "a", 0.5)
+    assert searcher.suggest("c") is not None
 
 
 def test_trial_stopped_without_a_result_is_judged_by_its_reported_epochs() -> None:

@@ -71,3 +71,13 @@ def test_without_a_snapshot_no_folder_is_touched(tmp_path: Path) -> None:
     (tmp_path / "trial_a").mkdir()
     assert set_aside_orphans(tmp_path) == []
     assert (tmp_path / "trial_a").is_dir()
+
+
+def test_a_trial_that_ended_after_the_snapshot_keeps_its_folder(tmp_path: Path) -> None:
+    # "d" started and was pruned between the snapshot and the crash: its Optuna trial is
+    # final, a whole trial of the campaign. "e" was still running: an orphan.
+    (tmp_path / STATE).write_text(json.dumps({"trial_data": [_trial_entry("a")]}))
+    for name in ("a", "d", "e"):
+        (tmp_path / f"trial_{name}").mkdir()
+    assert set_aside_orphans(tmp_path, finished={"d"}) == ["trial_e"]
+    assert sorted(p.name for p in tmp_path.glob("trial_*")) == ["trial_a", "trial_d"]
