@@ -81,17 +81,21 @@ def test_stock_and_ours_side_by_side() -> None:
     assert ours.trials[3].user_attrs["stop_reason"].startswith("error")
 
 
-def test_restore_marks_orphans_failed_and_never_retells_finished(tmp_path: Any) -> None:
-    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/study.db")
-    searcher = FidelityOptunaSearch(
+def _ours(storage: Any, **kwargs: Any) -> FidelityOptunaSearch:
+    return FidelityOptunaSearch(
         space=SPACE,
         metric="val_loss",
         mode="min",
-        seed=0,
         max_epochs=2,
         storage=storage,
         study_name="s",
+        **kwargs,
     )
+
+
+def test_restore_marks_orphans_failed_and_never_retells_finished(tmp_path: Any) -> None:
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/study.db")
+    searcher = _ours(storage, seed=0)
     searcher.suggest("a")
     searcher.suggest("b")
     snapshot = tmp_path / "searcher.pkl"
@@ -102,14 +106,7 @@ def test_restore_marks_orphans_failed_and_never_retells_finished(tmp_path: Any) 
     searcher.on_trial_complete("a", {"val_loss": 0.2, "epoch": 2})
     searcher.suggest("c")
 
-    restored = FidelityOptunaSearch(
-        space=SPACE,
-        metric="val_loss",
-        mode="min",
-        max_epochs=2,
-        storage=storage,
-        study_name="s",
-    )
+    restored = _ours(storage)
     restored.restore(str(snapshot))
     study = optuna.load_study(study_name="s", storage=storage)
     states = {t.user_attrs["tune_trial_id"]: t for t in study.trials}
@@ -130,18 +127,6 @@ def test_restore_marks_orphans_failed_and_never_retells_finished(tmp_path: Any) 
         TrialState.FAIL,
     ]
     assert not [t for t in study.trials if t.state is TrialState.RUNNING]
-
-
-def _ours(storage: Any, **kwargs: Any) -> FidelityOptunaSearch:
-    return FidelityOptunaSearch(
-        space=SPACE,
-        metric="val_loss",
-        mode="min",
-        max_epochs=2,
-        storage=storage,
-        study_name="s",
-        **kwargs,
-    )
 
 
 def _experiment_state(folder: Path, trial_ids: list[str]) -> None:
