@@ -1,10 +1,20 @@
-"""Keeps a last-good copy of Ray Tune's experiment snapshot, so a crash mid-write loses nothing.
+"""Keeps a consistent copy of Ray Tune's experiment snapshot, so a crash loses nothing.
 
-Tune rewrites ``experiment_state-*.json``, ``search_gen_state-*.json`` and
-``searcher-state-*.pkl`` in place; a driver killed during that write leaves them empty, and
-``Tuner.restore`` then silently starts the experiment afresh. This callback copies each file
-to ``.snapshot/`` (atomically) whenever Tune has rewritten it and it reads back whole; before a
-resume, :func:`repair_snapshot` puts the last good copy back in place of a damaged file.
+Tune writes ``experiment_state-*.json`` (in place), ``searcher-state-*.pkl`` and
+``search_gen_state-*.json`` to a staging folder of the driver, one after the other in the
+driver's thread, then copies them into the run folder in a background thread, file by file
+and in place. A driver killed at the wrong moment leaves the run folder with an empty or
+torn file (``Tuner.restore`` then silently starts afresh) or, worse, with files of two
+different snapshots: the search generator's trial counter of a newer one with the trial list
+of an older one makes the resumed campaign run fewer trials than asked for.
+
+This callback copies the staging folder's files, which are whole and of one snapshot
+whenever the controller's step ends, into one of two slots under ``.snapshot/`` and then
+points ``.snapshot/current`` at that slot (written atomically). Before a resume,
+:func:`repair_snapshot` puts the current slot's files back in place of the run folder's,
+all of them: the restored experiment is always one snapshot, at worst a second older than
+the newest, which the searcher's reconciliation and the persistent scheduler already handle
+like any crash.
 """
 
 from __future__ import annotations
@@ -24,8 +34,11 @@ from ray.tune import Callback
 logger = logging.getLogger(__name__)
 
 BACKUP_DIR = ".snapshot"
+CURRENT_FILE = "current"
+SUPERSEDED_DIR = "superseded"
+_SLOTS = ("a", "b")
 # Tune snapshots once a second or less often (campaign.snapshot_period_s); looking twice as
-# often keeps the backup at most one snapshot behind without listing the run folder on
+# often keeps the copy at most one snapshot behind without listing the staging folder on
 # every controller step.
 CHECK_EVERY_S = 0.5
 _PATTERNS = ("experiment_state-*.json", "search_gen_state-*.json", "searcher-state-*.pkl")
@@ -48,12 +61,43 @@ def _intact(path: Path) -> bool:
     return True
 
 
-def _state_files(run_dir: Path) -> list[Path]:
-    return [p for pattern in _PATTERNS for p in run_dir.glob(pattern)]
+def _state_files(folder: Path) -> list[Path]:
+    return [p for pattern in _PATTERNS for p in folder.glob(pattern)]
+
+
+def current_slot(run_dir: Path) -> Path | None:
+    """The slot of ``.snapshot/`` holding the last whole snapshot, or None."""
+    try:
+        name = (run_dir / BACKUP_DIR / CURRENT_FILE).read_text().strip()
+    except FileNotFoundError:
+        return None
+    slot = run_dir / BACKUP_DIR / name
+    return slot if name in _SLOTS and slot.is_dir() else None
+
+
+def save_generation(source: Path, run_dir: Path) -> list[str]:
+    """Copies the snapshot files in ``source`` (whole, of one snapshot) into the slot not
+    in use, then makes it the current one; returns the names copied."""
+    files = _state_files(source)
+    if not files:
+        return []
+    backup = run_dir / BACKUP_DIR
+    current = current_slot(run_dir)
+    slot = backup / (_SLOTS[1] if current is not None and current.name == _SLOTS[0] else _SLOTS[0])
+    if slot.exists():
+        shutil.rmtree(slot)
+    slot.mkdir(parents=True)
+    for path in files:
+        shutil.copyfile(path, slot / path.name)
+    tmp = backup / f".{CURRENT_FILE}.tmp"
+    tmp.write_text(slot.name)
+    os.replace(tmp, backup / CURRENT_FILE)  # the slot counts only once it is complete
+    return sorted(p.name for p in files)
 
 
 class SnapshotGuard(Callback):
-    """Copies Tune's snapshot files to ``run_dir/.snapshot`` after each intact rewrite."""
+    """Copies each new Tune snapshot, as one, from the driver's staging folder to
+    ``run_dir/.snapshot`` (see the module docstring)."""
 
     def __init__(self, run_dir: str, check_every_s: float = CHECK_EVERY_S) -> None:
         self._run_dir = run_dir
@@ -66,24 +110,79 @@ class SnapshotGuard(Callback):
         if now - self._last_check < self._check_every_s:
             return
         self._last_check = now
-        run_dir = Path(self._run_dir)
-        backup = run_dir / BACKUP_DIR
-        for path in _state_files(run_dir):
+        self._copy(trials)
+
+    def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
+        self._copy(trials)
+
+    def _copy(self, trials: list[Any]) -> None:
+        staging = _staging_dir(trials)
+        if staging is None:
+            return
+        seen: dict[str, int] = {}
+        for path in _state_files(staging):
             try:
-                mtime = path.stat().st_mtime_ns
+                seen[path.name] = path.stat().st_mtime_ns
             except FileNotFoundError:
                 continue
-            if self._seen.get(path.name) == mtime or not _intact(path):
-                continue
-            backup.mkdir(exist_ok=True)
-            tmp = backup / f".{path.name}.tmp"
-            shutil.copyfile(path, tmp)
-            os.replace(tmp, backup / path.name)
-            self._seen[path.name] = mtime
+        if seen and seen != self._seen:
+            save_generation(staging, Path(self._run_dir))
+            self._seen = seen
+
+
+def _staging_dir(trials: list[Any]) -> Path | None:
+    """Where this driver's Tune writes its snapshot before syncing it (None: no trial yet)."""
+    for trial in trials:
+        storage = getattr(trial, "storage", None)
+        if storage is not None:
+            return Path(storage.experiment_driver_staging_path)
+    return None
 
 
 def repair_snapshot(run_dir: Path) -> list[str]:
-    """Replaces damaged snapshot files with their last good copies; returns their names."""
+    """Puts the last whole snapshot back in place of Tune's files in ``run_dir``.
+
+    Files of newer sessions than that snapshot's (a resume that crashed before its first
+    copy) are moved to ``.snapshot/superseded/``, so Tune restores the whole snapshot and
+    nothing newer. Run folders of older versions (no slots) get each damaged file replaced
+    by its last intact copy.
+
+    Returns:
+        The names of the files that changed.
+    """
+    slot = current_slot(run_dir)
+    if slot is None:
+        return _repair_each(run_dir)
+    changed = []
+    saved = {p.name: p for p in _state_files(slot)}
+    newest = {
+        pattern: max((n for n in saved if Path(n).match(pattern)), default="")
+        for pattern in _PATTERNS
+    }
+    for path in _state_files(run_dir):
+        if path.name in saved:
+            continue
+        kind = next(p for p in _PATTERNS if path.match(p))
+        if path.name > newest[kind]:  # a newer session than the snapshot kept
+            aside = run_dir / BACKUP_DIR / SUPERSEDED_DIR
+            aside.mkdir(parents=True, exist_ok=True)
+            os.replace(path, aside / path.name)
+            changed.append(path.name)
+    for name, good in saved.items():
+        target = run_dir / name
+        if target.is_file() and target.read_bytes() == good.read_bytes():
+            continue
+        tmp = run_dir / f".{name}.restore.tmp"
+        shutil.copyfile(good, tmp)
+        os.replace(tmp, target)
+        changed.append(name)
+    if changed:
+        logger.warning("Restored Tune's last whole snapshot: %s", sorted(changed))
+    return sorted(changed)
+
+
+def _repair_each(run_dir: Path) -> list[str]:
+    """Run folders without slots: replaces damaged files with their last intact copies."""
     backup = run_dir / BACKUP_DIR
     repaired = []
     for path in _state_files(run_dir):

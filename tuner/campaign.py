@@ -535,7 +535,11 @@ def resume_campaign(
     spec = load_campaign(campaign_file)
     repaired = repair_snapshot(run_dir)
     if repaired:
-        print(f"repaired Tune snapshot files a crash left damaged: {', '.join(repaired)}")
+        print(
+            "restored Tune's last whole snapshot over files a crash left damaged or out of "
+            f"step: {', '.join(repaired)}",
+            file=stream or sys.stdout,
+        )
     orphans = set_aside_orphans(run_dir, finished=_final_trial_ids(run_dir))
     if orphans:
         print(

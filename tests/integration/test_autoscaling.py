@@ -83,7 +83,9 @@ def test_autoscaled_campaign_then_a_budget_that_runs_out(tmp_path: Path) -> None
         broke = parse_campaign(
             tiny_digits_campaign(
                 name="fake-broke",
-                budget={"trials": 30, "max_epochs": 4, "usd": 0.02},
+                # Enough trials that the 2 cents run out first, however fast trials turn
+                # over (30 once all finished inside it on a quick CI machine).
+                budget={"trials": 300, "max_epochs": 4, "usd": 0.02},
                 resources=GPU_TRIAL,
             ),
             "fake-broke.yaml",

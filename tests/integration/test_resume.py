@@ -26,6 +26,7 @@ from optuna.trial import TrialState
 
 from tests.conftest import kill_session, run_cli, tiny_digits_campaign
 from tuner import rundir
+from tuner._snapshot import current_slot
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -98,6 +99,11 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
     finished_before = set(before["finished"])
     lines_before = _result_lines(run_dir)
     assert len(finished_before) >= 3
+    # A whole copy of the snapshot was kept from the driver's staging folder, all three files.
+    slot = current_slot(run_dir)
+    assert slot is not None
+    kinds = sorted(p.name.split("-")[0] for p in slot.iterdir())
+    assert kinds == ["experiment_state", "search_gen_state", "searcher"], kinds
 
     resumed = run_cli(["resume", str(run_dir), "--num-cpus", "2"], cwd=tmp_path, timeout=300)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr

@@ -1,37 +1,130 @@
-"""Last-good copies of Tune's snapshot files, and their use after a crash mid-write."""
+"""Whole copies of Tune's experiment snapshot, and their use after a crash."""
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 from pathlib import Path
 
 from tuner._snapshot import (
     BACKUP_DIR,
     ORPHAN_DIR,
+    SUPERSEDED_DIR,
     SnapshotGuard,
+    current_slot,
     repair_snapshot,
+    save_generation,
     set_aside_orphans,
 )
 
 STATE = "experiment_state-2026-01-01_00-00-00.json"
+GEN = "search_gen_state-2026-01-01_00-00-00.json"
+PICKLE = "searcher-state-2026-01-01_00-00-00.pkl"
 
 
-def test_guard_backs_up_intact_files_only_and_repair_restores_them(tmp_path: Path) -> None:
-    guard = SnapshotGuard(str(tmp_path), check_every_s=0.0)  # look on every step
-    state = tmp_path / STATE
-    state.write_text(json.dumps({"trial_data": [1, 2]}))
-    guard.on_step_end(iteration=1, trials=[])
-    assert json.loads((tmp_path / BACKUP_DIR / STATE).read_text()) == {"trial_data": [1, 2]}
+class _Storage:
+    def __init__(self, staging: Path) -> None:
+        self.experiment_driver_staging_path = str(staging)
 
-    # The driver dies while Tune rewrites the file: "w" truncated it, nothing was written.
-    state.write_text("")
-    os.utime(state, ns=(1, 1))  # a different mtime, as a rewrite would leave
-    guard.on_step_end(iteration=2, trials=[])
-    assert json.loads((tmp_path / BACKUP_DIR / STATE).read_text()) == {"trial_data": [1, 2]}
 
+class _Trial:
+    """What the guard reads of a Tune trial: where the driver stages the snapshot."""
+
+    def __init__(self, staging: Path) -> None:
+        self.storage = _Storage(staging)
+
+
+def _snapshot(folder: Path, n: int) -> None:
+    """Snapshot number ``n`` as Tune writes it: trials, the generator's counter, the pickle."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / STATE).write_text(json.dumps({"trial_data": list(range(n))}))
+    (folder / GEN).write_text(json.dumps({"counter": n}))
+    (folder / PICKLE).write_bytes(pickle.dumps({"trials": n}))
+
+
+def _generation(folder: Path) -> tuple[int, int, int]:
+    return (
+        len(json.loads((folder / STATE).read_text())["trial_data"]),
+        json.loads((folder / GEN).read_text())["counter"],
+        pickle.loads((folder / PICKLE).read_bytes())["trials"],
+    )
+
+
+def test_guard_keeps_the_staged_snapshot_whole_and_repair_puts_it_all_back(
+    tmp_path: Path,
+) -> None:
+    staging, run_dir = tmp_path / "staging", tmp_path / "run"
+    run_dir.mkdir()
+    guard = SnapshotGuard(str(run_dir), check_every_s=0.0)  # look on every step
+    guard.on_step_end(iteration=1, trials=[])  # no trial yet: nothing staged, nothing kept
+    assert current_slot(run_dir) is None
+
+    _snapshot(staging, 3)
+    guard.on_step_end(iteration=2, trials=[_Trial(staging)])
+    first = current_slot(run_dir)
+    assert first is not None and _generation(first) == (3, 3, 3)
+    guard.on_step_end(iteration=3, trials=[_Trial(staging)])  # unchanged: no new copy
+    assert current_slot(run_dir) == first
+
+    _snapshot(staging, 5)
+    os.utime(staging / STATE, ns=(1, 1))  # a rewrite leaves another mtime
+    guard.on_step_end(iteration=4, trials=[_Trial(staging)])
+    second = current_slot(run_dir)
+    assert second is not None and second != first and _generation(second) == (5, 5, 5)
+
+    # The driver died while Tune's background sync copied snapshot 6 into the run folder:
+    # the generator's counter of 6 arrived, the trial list of 4 (an older sync), and the
+    # pickle is torn. Restored as it is, Tune would count 6 trials but resume 4.
+    _snapshot(run_dir, 4)
+    (run_dir / GEN).write_text(json.dumps({"counter": 6}))
+    (run_dir / PICKLE).write_bytes(pickle.dumps({"trials": 6})[:5])
+    assert repair_snapshot(run_dir) == sorted([GEN, PICKLE, STATE])
+    assert _generation(run_dir) == (5, 5, 5)
+    assert repair_snapshot(run_dir) == []  # the run folder holds that snapshot now
+
+
+def test_repair_sets_aside_files_of_a_session_newer_than_the_kept_snapshot(
+    tmp_path: Path,
+) -> None:
+    staging, run_dir = tmp_path / "staging", tmp_path / "run"
+    _snapshot(staging, 2)
+    run_dir.mkdir()
+    SnapshotGuard(str(run_dir), check_every_s=0.0).on_step_end(1, [_Trial(staging)])
+    older = run_dir / STATE.replace("2026", "2025")  # an earlier session's: left alone
+    older.write_text("{}")
+    newer = run_dir / STATE.replace("2026", "2027")  # a resume that died before its copy
+    newer.write_text('{"trial_data": [')
+    assert repair_snapshot(run_dir) == sorted([GEN, PICKLE, STATE, newer.name])
+    assert not newer.exists()
+    assert (run_dir / BACKUP_DIR / SUPERSEDED_DIR / newer.name).is_file()
+    assert older.read_text() == "{}"
+    assert _generation(run_dir) == (2, 2, 2)
+
+
+def test_a_crash_while_a_slot_is_written_leaves_the_current_one_in_use(tmp_path: Path) -> None:
+    staging, run_dir = tmp_path / "staging", tmp_path / "run"
+    _snapshot(staging, 2)
+    assert save_generation(staging, run_dir) == sorted([GEN, PICKLE, STATE])
+    kept = current_slot(run_dir)
+    assert kept is not None
+    other = run_dir / BACKUP_DIR / ("b" if kept.name == "a" else "a")
+    other.mkdir()  # the next copy began, then the driver died: "current" was not moved
+    (other / STATE).write_text('{"trial_')
+    assert current_slot(run_dir) == kept
+    repair_snapshot(run_dir)
+    assert _generation(run_dir) == (2, 2, 2)
+
+
+def test_run_folders_without_slots_get_damaged_files_from_their_last_intact_copy(
+    tmp_path: Path,
+) -> None:
+    # The layout of earlier versions: one last-intact copy per file in .snapshot/.
+    (tmp_path / BACKUP_DIR).mkdir()
+    (tmp_path / BACKUP_DIR / STATE).write_text(json.dumps({"trial_data": [1, 2]}))
+    (tmp_path / STATE).write_text("")
     assert repair_snapshot(tmp_path) == [STATE]
-    assert json.loads(state.read_text()) == {"trial_data": [1, 2]}
+    assert json.loads((tmp_path / STATE).read_text()) == {"trial_data": [1, 2]}
     assert repair_snapshot(tmp_path) == []  # intact now: nothing to do
 
 
