@@ -516,11 +516,11 @@ def run_campaign(
         )
         watch = FailureWatch(stop_key, spec.failure.max_failed_trials, stream)
         result = _fit_and_summarize(spec, run_dir, tuner, stream, guard, cluster, watch)
-        _upload(run_dir, storage, stream)
-        return result
     finally:
         if started:
             ray.shutdown()
+    _finish(run_dir, storage, stream)
+    return result
 
 
 def resume_campaign(
@@ -583,11 +583,18 @@ def resume_campaign(
                 stop_key, spec.failure.max_failed_trials, stream, earlier=_failed_trials(run_dir)
             )
         result = _fit_and_summarize(spec, run_dir, tuner, stream, guard, cluster, watch)
-        _upload(run_dir, storage, stream)
-        return result
     finally:
         if started:
             ray.shutdown()
+    _finish(run_dir, storage, stream)
+    return result
+
+
+def _finish(run_dir: Path, storage: str | None, stream: TextIO | None) -> None:
+    """The report, then the copy to storage: after the embedded Ray is shut down, so its
+    workers (and on a GPU machine their CUDA memory) are not held while plots are drawn."""
+    _write_report(run_dir, stream or sys.stdout)
+    _upload(run_dir, storage, stream)
 
 
 def check_prices(pricer: NodePricer, cluster: ClusterView) -> None:
@@ -775,7 +782,6 @@ def _fit_and_summarize(
             f"{best['state']}); config in {run_dir / rundir.BEST_FILE}",
             file=out,
         )
-    _write_report(run_dir, out)
     if summary["status"] == STATUS_BUDGET:
         print(f"status: {STATUS_BUDGET} ({budget and budget['exhausted']})", file=out)
     if summary["status"] == STATUS_FAILURES:
