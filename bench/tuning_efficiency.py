@@ -85,9 +85,13 @@ def tasks() -> dict[str, Task]:
         "resources": {"cpu": 1},
         "fixed": {"dataset": "naval_propulsion"},
     }
+    digits = _load("search_spaces/default.yaml")
     return {
         # 40 ASHA trials spend ~100-120 epochs; random+FIFO gets 12 trials of 9 epochs.
-        "digits": Task("digits", _load("search_spaces/default.yaml"), 48, 108),
+        "digits": Task("digits", digits, 48, 108),
+        "digits_loss": Task(
+            "digits_loss", {**digits, "metric": "val_loss", "mode": "min"}, 48, 108
+        ),
         "tabular": Task("tabular", _load("search_spaces/tabular_mlp.yaml"), 48, 108),
         "charlm": Task("charlm", _load("search_spaces/charlm.yaml"), 24, 54),
         "hpolib": Task("hpolib", hpolib, 100, 100),
@@ -126,7 +130,15 @@ def _reports_from(folder: Path, metric: str) -> list[tuple[tuple[float, float], 
             result = json.loads(line)
             value = result.get(metric)
             if isinstance(value, int | float) and math.isfinite(value):
-                rows.append(((float(result["timestamp"]), float(result["time_total_s"])), value))
+                # The loop's own end-of-epoch stamp; Tune's "timestamp" is whole seconds, and
+                # several short epochs of two trials fall in one second.
+                stamp = result.get("tuner_epoch_end_unix_s")
+                order = (
+                    (float(stamp), 0.0)
+                    if stamp is not None
+                    else (float(result["timestamp"]), float(result["time_total_s"]))
+                )
+                rows.append((order, value))
     rows.sort(key=lambda r: r[0])
     return rows
 
@@ -156,7 +168,9 @@ def run_stock(task: Task, seed: int, *, trials: int) -> list[float]:
     spec = _campaign(task, seed, sampler="tpe", scheduler="asha", trials=trials)
     mode = spec.mode.value
     with tempfile.TemporaryDirectory(prefix="tuneff-") as tmp:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        own = not ray.is_initialized()  # main() starts one Ray for every contender
+        if own:
+            ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
         try:
             tuner = tune.Tuner(
                 _trainable(spec),
@@ -189,7 +203,8 @@ def run_stock(task: Task, seed: int, *, trials: int) -> list[float]:
             )
             tuner.fit()
         finally:
-            ray.shutdown()
+            if own:
+                ray.shutdown()
         return [v for _, v in _reports_from(Path(tmp), spec.metric)]
 
 
@@ -282,38 +297,89 @@ CONTENDERS: dict[str, Callable[[Task, int], list[float]]] = {
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", default="digits,tabular,hpolib")
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--tasks", default="digits,digits_loss,tabular,hpolib")
+    parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
     parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "tuning_efficiency"))
+    parser.add_argument(
+        "--from-runs",
+        metavar="JSONL",
+        help="recompute the table and plot from the runs a previous call recorded (runs.jsonl)",
+    )
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     all_tasks = tasks()
     names = [c for c in args.contenders.split(",") if c]
+    task_names = [t for t in args.tasks.split(",") if t]
+    if args.from_runs:
+        runs = _read_runs(Path(args.from_runs))
+    else:
+        runs = _run_all(all_tasks, task_names, names, args.seeds, out / "runs.jsonl")
     results: dict[str, Any] = {}
-    for task_name in args.tasks.split(","):
+    for task_name in task_names:
         task = all_tasks[task_name]
         maximize = task.campaign["mode"] == "max"
         curves: dict[str, list[list[float]]] = {n: [] for n in names}
         spent: dict[str, list[int]] = {n: [] for n in names}
-        for seed in range(args.seeds):
-            for name in names:
-                start = time.monotonic()
-                values = CONTENDERS[name](task, seed)
-                curves[name].append(anytime(values, task.budget_epochs, maximize))
-                spent[name].append(len(values))
-                print(
-                    f"{task.name} seed {seed} {name:12s} {len(values):4d} epochs "
-                    f"best {curves[name][-1][-1]:.5g}  ({time.monotonic() - start:.0f} s)",
-                    flush=True,
-                )
+        for name in names:
+            by_seed = runs.get((task_name, name), {})
+            for seed in sorted(by_seed)[: args.seeds]:
+                curves[name].append(anytime(by_seed[seed], task.budget_epochs, maximize))
+                spent[name].append(len(by_seed[seed]))
         results[task.name] = _figures(task, curves, spent, maximize)
         _print_table(task, results[task.name])
     (out / "results.json").write_text(json.dumps(results, indent=2))
     _plot(results, all_tasks, out / "anytime.png")
     print(f"wrote {out / 'results.json'} and {out / 'anytime.png'}")
     return 0
+
+
+Runs = dict[tuple[str, str], dict[int, list[float]]]
+
+
+def _run_all(
+    all_tasks: dict[str, Task], task_names: list[str], names: list[str], seeds: int, log: Path
+) -> Runs:
+    """Runs every contender on every task and seed on one local Ray; each run's values are
+    appended to ``log`` as it ends (``--from-runs`` reads them back)."""
+    import ray
+
+    log.unlink(missing_ok=True)
+    # One Ray for every contender: the same workers, none pays Ray's start-up in its budget
+    # (which counts epochs, not seconds, anyway).
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    runs: Runs = {}
+    try:
+        for task_name in task_names:
+            task = all_tasks[task_name]
+            maximize = task.campaign["mode"] == "max"
+            for seed in range(seeds):
+                for name in names:
+                    start = time.monotonic()
+                    values = CONTENDERS[name](task, seed)
+                    runs.setdefault((task_name, name), {})[seed] = values
+                    with log.open("a") as handle:
+                        row = {"task": task_name, "contender": name, "seed": seed}
+                        handle.write(json.dumps({**row, "values": values}) + "\n")
+                    best = anytime(values, task.budget_epochs, maximize)[-1]
+                    print(
+                        f"{task.name} seed {seed} {name:12s} {len(values):4d} epochs "
+                        f"best {best:.5g}  ({time.monotonic() - start:.0f} s)",
+                        flush=True,
+                    )
+    finally:
+        ray.shutdown()
+    return runs
+
+
+def _read_runs(path: Path) -> Runs:
+    runs: Runs = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            runs.setdefault((row["task"], row["contender"]), {})[int(row["seed"])] = row["values"]
+    return runs
 
 
 def _figures(

@@ -267,8 +267,8 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "scheduler_key_typo",
         "campaign",
         CAMPAIGN + "scheduler: {type: asha, grace_perod: 2}\n",
-        "{path}: scheduler.grace_perod: unknown key (allowed type, grace_period, reduction_factor) "
-        "Did you mean 'grace_period'?",
+        "{path}: scheduler.grace_perod: unknown key (allowed type, grace_period, reduction_factor, "
+        "min_peers) Did you mean 'grace_period'?",
     ),
     (
         "sampler_upper_case",

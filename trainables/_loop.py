@@ -333,6 +333,9 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
                 run_model, task.loss_fn, x_val, y_val, cfg, device, amp_dtype, channels_last
             )
             metrics["epoch_time_s"] = time.perf_counter() - t0
+            # When this epoch's score was known, to the microsecond (Tune's own "timestamp"
+            # is whole seconds): orders results across trials (benchmarks, reports).
+            metrics["tuner_epoch_end_unix_s"] = time.time()
             metrics.update(_device_metrics(device, telemetry))
             if not math.isfinite(val_loss):
                 metrics["tuner_stop_reason"] = f"diverged: val loss is {val_loss} at epoch {epoch}"

@@ -231,7 +231,11 @@ class FidelityOptunaSearch(OptunaSearch):
         return True
 
     def _live_trials(self) -> int:
-        finished = self._completed_trials | self._already_final
+        """Trials asked for and not finished, less those paused at an ASHA rung for peers
+        (they hold no slot, and only new trials can bring those peers)."""
+        from tuner._scheduler import waiting_trials
+
+        finished = self._completed_trials | self._already_final | waiting_trials(self._gate_key)
         return sum(1 for tid in self._ot_trials if tid not in finished)
 
     def restore(self, checkpoint_path: str) -> None:

@@ -41,6 +41,7 @@ def format_status(
         f"[{minutes}:{seconds:02d}] {done}/{total} trials done",
         f"{counts.get(Trial.RUNNING, 0)} running",
         f"{counts.get(Trial.PENDING, 0)} pending",
+        *([f"{counts[Trial.PAUSED]} waiting at a rung"] if counts.get(Trial.PAUSED) else []),
         f"{stopped_early} stopped early",
         f"{counts.get(Trial.ERROR, 0) if failed is None else failed} failed",
     ]

@@ -9,6 +9,16 @@ that already finished run again: such a trial is stopped before it starts.
 Both schedulers also see every trial error first (Tune tells the scheduler before the
 searcher): they read what the trial raised and record it for the searcher's message
 (``tuner._failures``), and a trial that ran out of GPU memory is not retried.
+
+ASHA here also waits for peers. Ray's ASHA judges a trial at a rung against the results
+already recorded there, so the first trials of a campaign find no one to compare with and
+train to ``max_t`` whatever they score: with 2 workers and rungs at 1, 3 and 9 epochs,
+three random start-up configs took 27 of the first 36 epochs of a digits campaign. Here a
+trial reaching a rung that holds fewer than ``min_peers`` other results pauses there
+(Tune keeps its checkpoint and frees its slot); once the rung has them, each waiting trial
+is judged by Ray's own rule against the others and continues from its checkpoint or is
+stopped. When nothing else runs or waits to start, waiting trials are judged against what
+the rung holds (a budget that ran out stops them instead).
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
@@ -31,6 +42,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 STATE_VERSION = 1
+
+# Trials paused at a rung until it has enough peers, per campaign key (the stop key): the
+# searcher leaves them out of its count of live trials, so new trials can bring the peers.
+_WAITING: dict[str, frozenset[str]] = {}
+
+
+def waiting_trials(key: str | None) -> frozenset[str]:
+    """Tune ids of the trials paused at a rung under campaign ``key`` in this process."""
+    return _WAITING.get(key, frozenset()) if key else frozenset()
 
 
 def _write_json_atomic(path: Path, data: Any) -> None:
@@ -118,21 +138,34 @@ class _FinishedTrials:
 
 
 class PersistentASHA(_FinishedTrials, ASHAScheduler):
-    """``ASHAScheduler`` (one bracket) that persists its rungs to ``state_path``.
+    """``ASHAScheduler`` (one bracket) that persists its rungs to ``state_path`` and waits
+    for peers at a rung (see the module docstring).
 
     Args:
         state_path: JSON file in the run folder; None keeps state in memory only.
+        error_key: The campaign's stop key (failure watch, budget guard, waiting trials).
+        min_peers: Other results a rung needs before a trial is judged there; 0 is Ray's
+            ASHA (no waiting).
         **kwargs: Passed to ``ray.tune.schedulers.ASHAScheduler``.
     """
 
     def __init__(
-        self, *, state_path: str | None, error_key: str | None = None, **kwargs: Any
+        self,
+        *,
+        state_path: str | None,
+        error_key: str | None = None,
+        min_peers: int = 0,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self._init_finished(state_path, error_key)
+        self._min_peers = min_peers
+        self._waiting: dict[str, float] = {}  # trial id -> milestone it waits at
+        self._promoted: list[str] = []  # judged to continue; started before new trials
+        self._judge_restored = False
 
     def state(self) -> dict[str, Any]:
-        """The persisted state: rung records and finished trials."""
+        """The persisted state: rung records, finished and waiting trials."""
         return {
             **super().state(),
             "rungs": [
@@ -140,6 +173,8 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
                 for milestone, recorded in self._brackets[0]._rungs
             ],
             "num_stopped": self._num_stopped,
+            "waiting": dict(self._waiting),
+            "promoted": list(self._promoted),
         }
 
     def _restore_state(self, data: dict[str, Any]) -> None:
@@ -148,9 +183,18 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
         for milestone, recorded in self._brackets[0]._rungs:
             recorded.update(by_milestone.get(float(milestone), {}))
         self._num_stopped = int(data.get("num_stopped", 0))
+        # Tune restores paused trials as PENDING and starts them: judge them at once.
+        self._waiting.update({k: float(v) for k, v in data.get("waiting", {}).items()})
+        self._promoted.extend(data.get("promoted", []))
+        self._judge_restored = bool(self._waiting)
+        self._publish()
 
     def _recorded(self) -> int:
         return sum(len(recorded) for _, recorded in self._brackets[0]._rungs)
+
+    def _publish(self) -> None:
+        if self._error_key:
+            _WAITING[self._error_key] = frozenset(self._waiting)
 
     def on_trial_result(
         self, tune_controller: TuneController, trial: Trial, result: dict[str, Any]
@@ -158,13 +202,115 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
         if trial.trial_id in self._finished:
             return str(TrialScheduler.STOP)
         before = self._recorded()
+        milestone = self._rung_to_wait_at(trial, result)
+        if milestone is not None:
+            # Recorded now (a peer for later trials), judged once the rung has peers.
+            value = float(self._metric_op or 1.0) * float(result[str(self._metric)])
+            self._rung(milestone)[trial.trial_id] = value
+            self._waiting[trial.trial_id] = milestone
+            self._publish()
+            self._save()
+            return str(TrialScheduler.PAUSE)
         action: str = super().on_trial_result(tune_controller, trial, result)
         if action == TrialScheduler.STOP:
             epoch = result.get(self._time_attr)
             self._finished[trial.trial_id] = f"stopped by ASHA at {self._time_attr} {epoch}"
-        if action == TrialScheduler.STOP or self._recorded() != before:
-            self._save()  # only rung results and stops change the state
+        changed = action == TrialScheduler.STOP or self._recorded() != before
+        if changed and self._waiting:
+            self._judge_waiting(tune_controller, force=False)
+        if changed:
+            self._save()  # only rung results, stops and waits change the state
         return action
+
+    def _rung(self, milestone: float) -> dict[str, float]:
+        return next(rec for m, rec in self._brackets[0]._rungs if m == milestone)
+
+    def _rung_to_wait_at(self, trial: Trial, result: dict[str, Any]) -> float | None:
+        """The rung ``trial`` reaches with this result, if it must wait there for peers."""
+        if self._min_peers <= 0 or self._metric not in result:
+            return None
+        t = result.get(self._time_attr)
+        if not isinstance(t, (int, float)) or t >= self._max_t:
+            return None
+        # As Ray's bracket: the highest milestone reached that has no record of this trial.
+        for milestone, recorded in self._brackets[0]._rungs:
+            if t < milestone or trial.trial_id in recorded:
+                continue
+            if len(recorded) >= self._min_peers:
+                return None  # enough peers: Ray's rule decides now
+            return float(milestone)
+        return None
+
+    def _judge_waiting(self, tune_controller: TuneController, *, force: bool) -> None:
+        """Judges waiting trials whose rung has ``min_peers`` others (all of them when
+        ``force``): Ray's cutoff over the others' results; above it, continue."""
+        trials = {t.trial_id: t for t in tune_controller.get_trials()}
+        for trial_id, milestone in list(self._waiting.items()):
+            recorded = self._rung(milestone)
+            others = [v for k, v in recorded.items() if k != trial_id]
+            if len(others) < self._min_peers and not force:
+                continue
+            del self._waiting[trial_id]
+            cutoff = np.nanpercentile(others, (1 - 1 / self._reduction_factor) * 100)
+            if not others or recorded[trial_id] >= cutoff:
+                self._promoted.append(trial_id)
+                continue
+            self._num_stopped += 1
+            self._finished[trial_id] = f"stopped by ASHA at {self._time_attr} {milestone:g}"
+            trial = trials.get(trial_id)
+            if trial is not None and trial.status in (Trial.PAUSED, Trial.PENDING):
+                tune_controller.stop_trial(trial)
+        self._publish()
+        self._save()
+
+    def _stop_waiting(self, tune_controller: TuneController, reason: str) -> None:
+        trials = {t.trial_id: t for t in tune_controller.get_trials()}
+        for trial_id in list(self._waiting):
+            del self._waiting[trial_id]
+            self._finished[trial_id] = reason
+            trial = trials.get(trial_id)
+            if trial is not None and trial.status in (Trial.PAUSED, Trial.PENDING):
+                tune_controller.stop_trial(trial)
+        self._promoted.clear()
+        self._publish()
+        self._save()
+
+    def choose_trial_to_run(self, tune_controller: TuneController) -> Trial | None:
+        if self._judge_restored:
+            self._judge_restored = False
+            self._judge_waiting(tune_controller, force=True)
+        chosen: Trial | None = super().choose_trial_to_run(tune_controller)
+        if not self._waiting and not self._promoted:
+            return chosen
+        trials = tune_controller.get_trials()
+        by_id = {t.trial_id: t for t in trials}
+        # Judged to continue: back in the queue before new trials.
+        promoted = self._next_promoted(by_id)
+        if promoted is not None:
+            return promoted
+        if chosen is not None and chosen.status == Trial.PENDING:
+            return chosen
+        busy = any(t.status in (Trial.RUNNING, Trial.PENDING) for t in trials)
+        if self._waiting and not busy:
+            # Nothing else can bring peers: judge against what the rungs hold, unless the
+            # budget is spent (then they stop where they are).
+            from tuner._guard import guard_for
+
+            guard = guard_for(self._error_key)
+            if guard is not None and guard.exhausted is not None:
+                self._stop_waiting(tune_controller, f"{guard.exhausted}; stopped at a rung")
+                return None
+            self._judge_waiting(tune_controller, force=True)
+            return self._next_promoted(by_id)
+        return None
+
+    def _next_promoted(self, by_id: dict[str, Trial]) -> Trial | None:
+        while self._promoted:
+            trial = by_id.get(self._promoted.pop(0))
+            if trial is not None and trial.status in (Trial.PAUSED, Trial.PENDING):
+                self._save()
+                return trial
+        return None
 
     def on_trial_complete(
         self, tune_controller: TuneController, trial: Trial, result: dict[str, Any]
@@ -175,6 +321,8 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
 
     def on_trial_remove(self, tune_controller: TuneController, trial: Trial) -> None:
         self._trial_info.pop(trial.trial_id, None)
+        if self._waiting.pop(trial.trial_id, None) is not None:
+            self._publish()
 
 
 class PersistentFIFO(_FinishedTrials, FIFOScheduler):

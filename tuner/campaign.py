@@ -357,6 +357,8 @@ def _build_tuner(
             max_t=spec.budget.max_epochs,
             grace_period=spec.scheduler.grace_period,
             reduction_factor=spec.scheduler.reduction_factor,
+            # A paused Ray Train trainer restarts its whole worker group: no waiting there.
+            min_peers=0 if _data_parallel(spec) else spec.scheduler.min_peers,
         )
     else:
         scheduler = PersistentFIFO(state_path=state_path, error_key=stop_key)

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import random
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from bench import hpolib_task
+from bench import hpolib_task, tuning_efficiency
 from bench.tuning_efficiency import Task, _figures, anytime, epochs_to
 from trainables._session import LocalSession
 
@@ -76,3 +78,44 @@ def test_hpolib_train_reports_one_epoch_to_a_session(tmp_path: Path) -> None:
     [metrics] = session.metrics
     assert metrics["epoch"] == 1
     assert np.isfinite(metrics["val_loss"]) and metrics["val_loss"] > 0
+
+
+def test_recorded_runs_give_the_table_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two seeds of two contenders on digits, as _run_all records them (values in the order
+    # Tune received them); --from-runs recomputes the figures without running anything.
+    runs = tmp_path / "runs.jsonl"
+    rows = [
+        ("random+fifo", 0, [0.5, 0.7, 0.8, 0.9]),
+        ("random+fifo", 1, [0.6, 0.6, 0.95]),
+        ("ours", 0, [0.85, 0.92, 0.91]),
+        ("ours", 1, [0.97]),
+    ]
+    runs.write_text(
+        "".join(
+            json.dumps({"task": "digits", "contender": c, "seed": s, "values": v}) + "\n"
+            for c, s, v in rows
+        )
+    )
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "tuning_efficiency.py",
+            "--tasks",
+            "digits",
+            "--contenders",
+            "ours,random+fifo",
+            "--from-runs",
+            str(runs),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+    )
+    assert tuning_efficiency.main() == 0
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    ours = results["digits"]["contenders"]["ours"]
+    assert ours["epochs_to_random_best"] == [2, 1]  # 0.92 >= 0.9 at 2; 0.97 >= 0.95 at 1
+    assert ours["epochs_spent"] == [3, 1]
+    assert (tmp_path / "out" / "anytime.png").stat().st_size > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -92,13 +93,18 @@ def test_restored_run_matches_uninterrupted_run(knobs: dict[str, Any], tmp_path:
 def test_digits_learns_and_reports_every_epoch(tmp_path: Path) -> None:
     session = LocalSession(tmp_path)
     config = {"optimizer": "adam", "lr": 3e-3, "channels": 32, "batch_size": 64}
+    before = time.time()
     digits.train({**config, "tuner_max_epochs": 4}, session)
+    after = time.time()
 
     assert [m["epoch"] for m in session.metrics] == [1, 2, 3, 4]
     for m in session.metrics:
         assert m.keys() >= METRIC_KEYS
         assert m["tuner_device"] == "cpu"
         assert m["epoch_time_s"] > 0 and m["samples_per_s"] > 0
+    # Each epoch's end, in wall-clock seconds with sub-second resolution, in order.
+    ends = [m["tuner_epoch_end_unix_s"] for m in session.metrics]
+    assert before < ends[0] < ends[1] < ends[2] < ends[3] < after
     assert session.metrics[-1]["val_acc"] >= 0.9
     # Reaching max epochs is not an early stop: no stop reason (the service counts it COMPLETE).
     assert all("tuner_stop_reason" not in m for m in session.metrics)

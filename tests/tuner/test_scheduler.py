@@ -1,4 +1,5 @@
-"""PersistentASHA: rungs and finished trials survive a new scheduler (a driver restart)."""
+"""PersistentASHA: rungs and finished trials survive a new scheduler (a driver restart), and
+the first trials at a rung wait there for peers."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import TrialScheduler
 
-from tuner._scheduler import PersistentASHA
+from tuner._scheduler import PersistentASHA, waiting_trials
 
 
 class _Controller:
@@ -85,3 +87,124 @@ def test_without_state_path_nothing_is_written(tmp_path: Path) -> None:
     sched.on_trial_add(ctl, t)
     sched.on_trial_result(ctl, t, {"epoch": 1, "val_acc": 0.5})
     assert list(tmp_path.iterdir()) == []
+
+
+KEY = "stop:test-campaign:0"
+
+
+def _waiting_asha(path: Path | None, key: str = KEY) -> PersistentASHA:
+    sched = PersistentASHA(
+        state_path=None if path is None else str(path),
+        error_key=key,
+        min_peers=2,
+        time_attr="epoch",
+        max_t=9,
+        grace_period=1,
+        reduction_factor=3,
+    )
+    sched.set_search_properties("val_acc", "max")
+    return sched
+
+
+def _report(sched: PersistentASHA, ctl: Any, trial: Trial, epoch: int, acc: float) -> str:
+    """One result through the scheduler, with the status change Tune makes on PAUSE."""
+    trial.set_status(Trial.RUNNING)
+    action = sched.on_trial_result(ctl, trial, {"epoch": epoch, "val_acc": acc})
+    if action == TrialScheduler.PAUSE:
+        trial.set_status(Trial.PAUSED)
+    return action
+
+
+def test_the_first_trials_at_a_rung_wait_for_peers_then_are_judged(tmp_path: Path) -> None:
+    sched = _waiting_asha(tmp_path / "state.json")
+    t0, t1, t2, t3 = trials = [_trial(f"t{i}") for i in range(4)]
+    ctl: Any = _Controller(trials)
+    for t in trials:
+        sched.on_trial_add(ctl, t)
+    # Ray's ASHA would let t0 through unjudged (nothing to compare it with) and judge t1
+    # against t0 alone; here both wait at epoch 1, their slots free for new trials.
+    assert _report(sched, ctl, t0, 1, 0.9) == TrialScheduler.PAUSE
+    assert _report(sched, ctl, t1, 1, 0.5) == TrialScheduler.PAUSE
+    assert waiting_trials(KEY) == {"t0", "t1"}
+    # t2 finds two peers: judged at once by Ray's rule (top third of {0.9, 0.5}: >= 0.77).
+    assert _report(sched, ctl, t2, 1, 0.7) == TrialScheduler.STOP
+    # Now the waiting ones have two peers each: t0 (0.9 >= 0.63) goes on, t1 stops.
+    assert ctl.stopped == ["t1"]
+    assert waiting_trials(KEY) == frozenset()
+    saved = json.loads((tmp_path / "state.json").read_text())
+    assert saved["finished"]["t1"] == "stopped by ASHA at epoch 1"
+    assert saved["promoted"] == ["t0"] and saved["waiting"] == {}
+    # The trial judged to continue starts again before any new trial.
+    assert sched.choose_trial_to_run(ctl) is t0
+    t0.set_status(Trial.RUNNING)
+    assert sched.choose_trial_to_run(ctl) is t3  # then new trials, as usual
+    # Resumed from its checkpoint, t0 reports epoch 2, then reaches rung 3 first: waits.
+    assert _report(sched, ctl, t0, 2, 0.93) == TrialScheduler.CONTINUE
+    assert _report(sched, ctl, t0, 3, 0.95) == TrialScheduler.PAUSE
+
+
+def test_waiting_trials_are_judged_with_what_there_is_when_nothing_else_runs() -> None:
+    sched = _waiting_asha(None, key="stop:alone:0")
+    t0, t1 = trials = [_trial("t0"), _trial("t1")]
+    ctl: Any = _Controller(trials)
+    for t in trials:
+        sched.on_trial_add(ctl, t)
+    assert _report(sched, ctl, t0, 1, 0.6) == TrialScheduler.PAUSE
+    t1.set_status(Trial.RUNNING)  # still running: it may bring a peer
+    assert sched.choose_trial_to_run(ctl) is None
+    assert _report(sched, ctl, t1, 1, 0.8) == TrialScheduler.PAUSE
+    # No trial runs or waits to start (the searcher is done): judged against each other.
+    assert sched.choose_trial_to_run(ctl) is t1  # 0.8 above the other's 0.6
+    assert ctl.stopped == ["t0"]
+
+
+class _SpentGuard:
+    """Stand-in for the budget guard registered under the campaign key: spent."""
+
+    exhausted = "budget exhausted: $5.00 of $5.00"
+
+
+def test_a_spent_budget_stops_waiting_trials_instead(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tuner import _guard
+
+    key = "stop:spent:0"
+    monkeypatch.setitem(_guard._GUARDS, key, _SpentGuard())  # type: ignore[arg-type]
+    sched = _waiting_asha(None, key=key)
+    t0 = _trial("t0")
+    ctl: Any = _Controller([t0])
+    sched.on_trial_add(ctl, t0)
+    assert _report(sched, ctl, t0, 1, 0.99) == TrialScheduler.PAUSE
+    assert sched.choose_trial_to_run(ctl) is None
+    assert ctl.stopped == ["t0"]
+    assert sched.state()["finished"]["t0"] == "budget exhausted: $5.00 of $5.00; stopped at a rung"
+
+
+def test_trials_waiting_before_a_restart_are_judged_when_it_resumes(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    first = _waiting_asha(state, key="stop:restart:0")
+    trials = [_trial(f"t{i}") for i in range(2)]
+    ctl: Any = _Controller(trials)
+    for t in trials:
+        first.on_trial_add(ctl, t)
+    _report(first, ctl, trials[0], 1, 0.4)
+    _report(first, ctl, trials[1], 1, 0.8)
+    assert json.loads(state.read_text())["waiting"] == {"t0": 1.0, "t1": 1.0}
+
+    # Tune restores paused trials as PENDING and would start them: they are judged first.
+    second = _waiting_asha(state, key="stop:restart:0")
+    restored = [_trial(f"t{i}") for i in range(2)]
+    ctl2: Any = _Controller(restored)
+    for t in restored:
+        second.on_trial_add(ctl2, t)
+    assert second.choose_trial_to_run(ctl2) is restored[1]
+    assert ctl2.stopped == ["t0"]
+    assert second.state()["waiting"] == {}
+
+
+def test_min_peers_zero_is_rays_asha() -> None:
+    sched = PersistentASHA(state_path=None, min_peers=0, time_attr="epoch", max_t=9, grace_period=1)
+    sched.set_search_properties("val_acc", "max")
+    t0 = _trial("t0")
+    ctl: Any = _Controller([t0])
+    sched.on_trial_add(ctl, t0)
+    assert _report(sched, ctl, t0, 1, 0.1) == TrialScheduler.CONTINUE

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -130,11 +131,19 @@ class Pricing:
 
 @dataclass(frozen=True, slots=True)
 class SchedulerSpec:
-    """Trial scheduler; ``grace_period`` and ``reduction_factor`` apply to ASHA only."""
+    """Trial scheduler; ``grace_period``, ``reduction_factor`` and ``min_peers`` apply to
+    ASHA only.
+
+    ``min_peers``: results of other trials a rung must hold before a trial reaching it is
+    judged there; until then the trial pauses at the rung (its checkpoint kept) and is
+    judged once they exist. The default is ``ceil(reduction_factor) - 1``; 0 is Ray Tune's
+    ASHA, which lets the first trials at a rung continue unjudged.
+    """
 
     type: SchedulerType = SchedulerType.ASHA
     grace_period: int = 1
     reduction_factor: float = 3.0
+    min_peers: int = 2
 
     def to_dict(self) -> dict[str, Any]:
         """The ``scheduler:`` section."""
@@ -144,7 +153,14 @@ class SchedulerSpec:
             "type": self.type.value,
             "grace_period": self.grace_period,
             "reduction_factor": _num(self.reduction_factor),
+            "min_peers": self.min_peers,
         }
+
+
+def default_min_peers(reduction_factor: float) -> int:
+    """ASHA keeps the top ``1 / reduction_factor`` of a rung: judging that needs this many
+    results besides the trial's own."""
+    return max(1, math.ceil(reduction_factor) - 1)
 
 
 @dataclass(frozen=True, slots=True)

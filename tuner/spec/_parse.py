@@ -17,6 +17,7 @@ from tuner.spec._campaign import (
     SamplerType,
     SchedulerSpec,
     SchedulerType,
+    default_min_peers,
 )
 from tuner.spec._checks import (
     RESERVED_PREFIX,
@@ -165,7 +166,7 @@ def _parse_pricing(ck: Checker, value: Any) -> Pricing:
 
 def _parse_scheduler(ck: Checker, value: Any, budget: Budget) -> SchedulerSpec:
     path = "scheduler"
-    section = _section(ck, value, path, ("type", "grace_period", "reduction_factor"))
+    section = _section(ck, value, path, ("type", "grace_period", "reduction_factor", "min_peers"))
     kind = ck.enum(section.get("type", "asha"), "scheduler.type", SchedulerType, "scheduler")
     if kind is SchedulerType.FIFO:
         for key in section:
@@ -187,7 +188,10 @@ def _parse_scheduler(ck: Checker, value: Any, budget: Budget) -> SchedulerSpec:
             "lower it or raise budget.max_epochs",
         )
     factor = ck.number(section.get("reduction_factor", 3), "scheduler.reduction_factor", gt=1)
-    return SchedulerSpec(type=kind, grace_period=grace, reduction_factor=factor)
+    peers = ck.integer(
+        section.get("min_peers", default_min_peers(factor)), "scheduler.min_peers", ge=0
+    )
+    return SchedulerSpec(type=kind, grace_period=grace, reduction_factor=factor, min_peers=peers)
 
 
 def _parse_sampler(ck: Checker, value: Any, space: Space) -> SamplerSpec:

@@ -142,7 +142,12 @@ def test_spec_is_frozen() -> None:
 
 def test_defaults_are_explicit_in_to_dict() -> None:
     data = parse_campaign(minimal(), check_trainable=False).to_dict()
-    assert data["scheduler"] == {"type": "asha", "grace_period": 1, "reduction_factor": 3}
+    assert data["scheduler"] == {
+        "type": "asha",
+        "grace_period": 1,
+        "reduction_factor": 3,
+        "min_peers": 2,
+    }
     assert data["sampler"] == {"type": "tpe"}
     assert data["resources"] == {"cpu": 1, "gpu": 0}
     assert data["checkpoint"] == {"every": 1, "keep": 2}

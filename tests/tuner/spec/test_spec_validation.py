@@ -401,6 +401,19 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         ),
     ),
     (
+        "min_peers_negative",
+        {"scheduler.min_peers": -1},
+        "<dict>: scheduler.min_peers: must be an integer >= 0 (got -1)",
+    ),
+    (
+        "fifo_with_min_peers",
+        {"scheduler": {"type": "fifo", "min_peers": 2}},
+        (
+            "<dict>: scheduler.min_peers: applies only to scheduler type asha (got 2)"
+            "\n  To fix: remove it, or use scheduler type asha"
+        ),
+    ),
+    (
         "scheduler_unknown",
         {"scheduler": "hyperband"},
         "<dict>: scheduler.type: unknown scheduler (got 'hyperband'; allowed asha, fifo)",
