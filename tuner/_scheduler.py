@@ -18,7 +18,9 @@ trial reaching a rung that holds fewer than ``min_peers`` other results pauses t
 (Tune keeps its checkpoint and frees its slot); once the rung has them, each waiting trial
 is judged by Ray's own rule against the others and continues from its checkpoint or is
 stopped. When nothing else runs or waits to start, waiting trials are judged against what
-the rung holds (a budget that ran out stops them instead).
+the rung holds (a budget that ran out stops them instead). Only a result that came with a
+checkpoint waits: without one there is nothing to continue from, and the trial is judged
+at once as Ray's ASHA would.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from ray.tune.experiment import Trial
+from ray.tune.result import SHOULD_CHECKPOINT
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
 from tuner._failures import read_trial_error, watch_for
@@ -229,6 +232,8 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
         """The rung ``trial`` reaches with this result, if it must wait there for peers."""
         if self._min_peers <= 0 or self._metric not in result:
             return None
+        if not result.get(SHOULD_CHECKPOINT):
+            return None  # nothing to resume it from: judged now, as Ray's ASHA does
         t = result.get(self._time_attr)
         if not isinstance(t, (int, float)) or t >= self._max_t:
             return None

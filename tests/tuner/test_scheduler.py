@@ -106,10 +106,20 @@ def _waiting_asha(path: Path | None, key: str = KEY) -> PersistentASHA:
     return sched
 
 
-def _report(sched: PersistentASHA, ctl: Any, trial: Trial, epoch: int, acc: float) -> str:
+def _report(
+    sched: PersistentASHA,
+    ctl: Any,
+    trial: Trial,
+    epoch: int,
+    acc: float,
+    *,
+    checkpoint: bool = True,
+) -> str:
     """One result through the scheduler, with the status change Tune makes on PAUSE."""
     trial.set_status(Trial.RUNNING)
-    action = sched.on_trial_result(ctl, trial, {"epoch": epoch, "val_acc": acc})
+    # Tune marks a result that came with a checkpoint (the built-ins save one every epoch).
+    result = {"epoch": epoch, "val_acc": acc, "should_checkpoint": checkpoint}
+    action = sched.on_trial_result(ctl, trial, result)
     if action == TrialScheduler.PAUSE:
         trial.set_status(Trial.PAUSED)
     return action
@@ -208,3 +218,14 @@ def test_min_peers_zero_is_rays_asha() -> None:
     ctl: Any = _Controller([t0])
     sched.on_trial_add(ctl, t0)
     assert _report(sched, ctl, t0, 1, 0.1) == TrialScheduler.CONTINUE
+
+
+def test_a_result_without_a_checkpoint_is_judged_at_once() -> None:
+    # Paused, it could only start over: judged as Ray's ASHA would (nothing to compare
+    # with, so it continues), and a later result with a checkpoint may wait.
+    sched = _waiting_asha(None, key="stop:nockpt:0")
+    t0 = _trial("t0")
+    ctl: Any = _Controller([t0])
+    sched.on_trial_add(ctl, t0)
+    assert _report(sched, ctl, t0, 1, 0.5, checkpoint=False) == TrialScheduler.CONTINUE
+    assert _report(sched, ctl, t0, 3, 0.7) == TrialScheduler.PAUSE

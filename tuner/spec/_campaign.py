@@ -136,8 +136,9 @@ class SchedulerSpec:
 
     ``min_peers``: results of other trials a rung must hold before a trial reaching it is
     judged there; until then the trial pauses at the rung (its checkpoint kept) and is
-    judged once they exist. The default is ``ceil(reduction_factor) - 1``; 0 is Ray Tune's
-    ASHA, which lets the first trials at a rung continue unjudged.
+    judged once they exist (a result without a checkpoint is judged at once). The default
+    is ``ceil(reduction_factor) - 1``; 0 is Ray Tune's ASHA, which lets the first trials at
+    a rung continue unjudged.
     """
 
     type: SchedulerType = SchedulerType.ASHA
