@@ -130,6 +130,37 @@ class SnapshotGuard(Callback):
             self._seen = seen
 
 
+# The files Ray's JSON and CSV loggers copy back from storage when a trial restarts.
+TRIAL_LOGS = ("result.json", "progress.csv")
+
+
+class KeepTrialLogs(Callback):
+    """Keeps a restarted trial's newest results.
+
+    When Tune starts a trial again from its checkpoint (a trial ASHA paused at a rung, a
+    retry after an error), Ray's loggers first copy its ``result.json`` and
+    ``progress.csv`` back from storage over the driver's own copies. Storage gets those
+    files with the experiment snapshot, up to a snapshot period late, so the results
+    reported since were lost (a trial resumed a second after it paused lost the epoch it
+    paused at). Listed before Ray's loggers, this pushes the driver's copies to storage
+    first; after a driver restart there are none, and storage's are restored as before.
+    """
+
+    def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        if not trial.checkpoint:
+            return  # a first start: Ray restores nothing
+        import pyarrow.fs  # type: ignore[import-untyped]  # Ray's dependency
+
+        for name in TRIAL_LOGS:
+            local = Path(trial.local_path, name)
+            if local.is_file():
+                pyarrow.fs.copy_files(
+                    str(local),
+                    Path(trial.storage.trial_fs_path, name).as_posix(),
+                    destination_filesystem=trial.storage.storage_filesystem,
+                )
+
+
 def _staging_dir(trials: list[Any]) -> Path | None:
     """Where this driver's Tune writes its snapshot before syncing it (None: no trial yet)."""
     for trial in trials:

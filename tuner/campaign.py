@@ -38,7 +38,13 @@ from tuner._failures import STATUS_FAILURES, FailureWatch
 from tuner._guard import BudgetGuard, GuardLink
 from tuner._progress import ProgressCallback
 from tuner._scheduler import PersistentASHA, PersistentFIFO
-from tuner._snapshot import ORPHAN_DIR, SnapshotGuard, repair_snapshot, set_aside_orphans
+from tuner._snapshot import (
+    ORPHAN_DIR,
+    KeepTrialLogs,
+    SnapshotGuard,
+    repair_snapshot,
+    set_aside_orphans,
+)
 from tuner._study import checkpoint_study, study_storage
 from tuner._trial import TRAINABLE_KEY, run_trial
 from tuner.budget import (
@@ -397,6 +403,7 @@ def _build_tuner(
                 failure_key=stop_key,
             ),
             SnapshotGuard(str(run_dir.resolve())),
+            KeepTrialLogs(),
             GuardLink(stop_key, spec.budget.max_epochs, EPOCH_ATTR),
         ],
         verbose=0,

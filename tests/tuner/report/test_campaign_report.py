@@ -61,6 +61,11 @@ def test_campaign_writes_its_report_and_the_figures_match_study_and_ledger(run_d
     for trial in study.trials:
         curve = report["curves"][trial.user_attrs["tune_trial_id"]]
         assert curve["values"] == [trial.intermediate_values[e] for e in curve["epochs"]]
+        # Every epoch in the trial's result.json too, also for the first trials, which wait
+        # at a rung and restart (Ray's loggers copied a stale result.json back over them).
+        rows = (run_dir / f"trial_{trial.user_attrs['tune_trial_id']}" / "result.json").read_text()
+        epochs = [json.loads(line)["epoch"] for line in rows.splitlines() if line.strip()]
+        assert epochs == sorted(trial.intermediate_values)
     assert report["spend"]["usd"] == pytest.approx(ledger["totals"]["usd"])
     assert report["spend"]["usd"] > 0
     assert report["spend"]["limit_usd"] == 50.0
