@@ -3,8 +3,8 @@
 Three contenders run the same campaign on an embedded local Ray with 2 CPUs (2 trial slots
 of 1 CPU each): 64 trials, ``x`` uniform in [0, 1], TPE (seed 0) and ASHA (grace period 1,
 reduction factor 3, at most 9 epochs), metric ``val_acc`` to maximize, every epoch a sleep
-of ``epoch_s`` seconds (bench/sleepy.py's trainable, here with wall-clock stamps in its
-reports: :func:`train`):
+of ``epoch_s`` seconds and a report with a checkpoint (bench/sleepy.py's trainable, here
+with wall-clock stamps in its reports and a few-byte checkpoint: :func:`train`):
 
 - ``ours``: ``tuner``'s ``run_campaign`` (``RayOptions(num_cpus=2)``);
 - ``bare``: ``ray.tune.Tuner`` with Ray's stock ``OptunaSearch`` (seed 0) and
@@ -74,7 +74,9 @@ CONTENDERS = ("ours", "bare", "bare+reuse")
 
 
 def train(config: dict[str, Any]) -> None:
-    """bench/sleepy.py's ``train`` with wall-clock stamps in every report.
+    """bench/sleepy.py's ``train`` with wall-clock stamps in every report, and a checkpoint
+    with each one (a few bytes, as a real trainable saves every epoch; a trial restarted
+    from it continues at the next epoch).
 
     Ray workers import it as ``overhead:train`` (bench/ is on their PYTHONPATH). Each report
     carries the trial's start, the epoch's start and end (before the report), and the
@@ -82,22 +84,28 @@ def train(config: dict[str, Any]) -> None:
     """
     from ray import tune
 
-    start = time.time()
+    start = time.time()  # of this run of the function: a restarted trial starts again
     pid = os.getpid()
     x = float(config["x"])
-    for epoch in range(1, int(config["tuner_max_epochs"]) + 1):
+    first = 1
+    restored = tune.get_checkpoint()
+    if restored is not None:
+        with restored.as_directory() as folder:
+            first = int(json.loads((Path(folder) / "state.json").read_text())["epoch"]) + 1
+    for epoch in range(first, int(config["tuner_max_epochs"]) + 1):
         epoch_start = time.time()
         time.sleep(float(config.get("epoch_s", 1.0)))
-        tune.report(
-            {
-                "epoch": epoch,
-                METRIC: x * (1 - 0.5**epoch),
-                "bench_start": start,
-                "bench_epoch_start": epoch_start,
-                "bench_epoch_end": time.time(),
-                "bench_pid": pid,
-            }
-        )
+        metrics = {
+            "epoch": epoch,
+            METRIC: x * (1 - 0.5**epoch),
+            "bench_start": start,
+            "bench_epoch_start": epoch_start,
+            "bench_epoch_end": time.time(),
+            "bench_pid": pid,
+        }
+        with tempfile.TemporaryDirectory() as folder:
+            (Path(folder) / "state.json").write_text(json.dumps({"epoch": epoch}))
+            tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(folder))
 
 
 @dataclass(frozen=True)
@@ -108,7 +116,9 @@ class Trial:
     epochs: int
     start: float
     end: float
-    report_gaps_s: float  # sum of (epoch k+1 start - epoch k end)
+    busy_s: float  # in a slot: from each start of the function to its last report
+    runs: int  # starts of the function (more than one: paused at a rung and resumed)
+    report_gaps_s: float  # sum of (epoch k+1 start - epoch k end) within one run
     pid: int
 
 
@@ -138,11 +148,12 @@ class Run:
         n = len(self.trials)
         phase_slot = self.phase_s * SLOTS
         call_slot = self.call_s * SLOTS
-        in_trials = sum(t.end - t.start for t in self.trials)
+        in_trials = sum(t.busy_s for t in self.trials)
         return {
             "trials": n,
             "epochs": sum(t.epochs for t in self.trials),
             "workers": len({t.pid for t in self.trials}),
+            "restarts": sum(t.runs - 1 for t in self.trials),
             "call_s": self.call_s,
             "phase_s": self.phase_s,
             "useful_s": self.useful_s,
@@ -166,16 +177,22 @@ def read_trials(folder: Path) -> list[Trial]:
         if not rows:
             continue
         rows.sort(key=lambda r: int(r["epoch"]))
+        runs: dict[float, list[dict[str, Any]]] = {}
+        for row in rows:  # one run of the function per start stamp
+            runs.setdefault(float(row["bench_start"]), []).append(row)
         gaps = sum(
             float(b["bench_epoch_start"]) - float(a["bench_epoch_end"])
-            for a, b in itertools.pairwise(rows)
+            for run in runs.values()
+            for a, b in itertools.pairwise(run)
         )
         trials.append(
             Trial(
                 folder=path.parent.name,
                 epochs=len({int(r["epoch"]) for r in rows}),
-                start=float(rows[0]["bench_start"]),
-                end=float(rows[-1]["bench_epoch_end"]),
+                start=min(runs),
+                end=max(float(r["bench_epoch_end"]) for r in rows),
+                busy_s=sum(float(run[-1]["bench_epoch_end"]) - t0 for t0, run in runs.items()),
+                runs=len(runs),
                 report_gaps_s=gaps,
                 pid=int(rows[0]["bench_pid"]),
             )
@@ -350,6 +367,7 @@ def report(epoch_s: float, trials: int, runs: dict[str, list[Run]]) -> None:
         print(
             f"  {name:<11} inside {m['inside']:.3f} ({m['reports']:.3f}) | "
             f"between {m['between']:.3f} | outside {m['outside']:.3f}"
+            f"  [{m['restarts']:.0f} restarts from a checkpoint]"
         )
     for base in ("bare", "bare+reuse"):
         if base not in figs or "ours" not in figs:
