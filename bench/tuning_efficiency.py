@@ -32,7 +32,7 @@ errors of those differences on the wrong side. The table and a plot (``--out``, 
 ``bench/out/tuning_efficiency``) are written, and every run's values to ``runs.jsonl``
 there (``--from-runs`` redraws the table and plot from it).
 
-    .venv/bin/python bench/tuning_efficiency.py [--tasks digits,tabular] [--seeds 10]
+    .venv/bin/python bench/tuning_efficiency.py [--tasks digits,tabular] [--seeds 10] [--continue]
 """
 
 from __future__ import annotations
@@ -312,6 +312,13 @@ def main() -> int:
         metavar="JSONL",
         help="recompute the table and plot from the runs a previous call recorded (runs.jsonl)",
     )
+    parser.add_argument(
+        "--continue",
+        dest="resume",
+        action="store_true",
+        help="keep the runs already in OUT/runs.jsonl (an interrupted call) and run only the "
+        "task, contender and seed combinations missing there",
+    )
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -321,7 +328,9 @@ def main() -> int:
     if args.from_runs:
         runs = _read_runs(Path(args.from_runs))
     else:
-        runs = _run_all(all_tasks, task_names, names, args.seeds, out / "runs.jsonl")
+        runs = _run_all(
+            all_tasks, task_names, names, args.seeds, out / "runs.jsonl", keep=args.resume
+        )
     results: dict[str, Any] = {}
     for task_name in task_names:
         task = all_tasks[task_name]
@@ -345,23 +354,33 @@ Runs = dict[tuple[str, str], dict[int, list[float]]]
 
 
 def _run_all(
-    all_tasks: dict[str, Task], task_names: list[str], names: list[str], seeds: int, log: Path
+    all_tasks: dict[str, Task],
+    task_names: list[str],
+    names: list[str],
+    seeds: int,
+    log: Path,
+    *,
+    keep: bool = False,
 ) -> Runs:
     """Runs every contender on every task and seed on one local Ray; each run's values are
-    appended to ``log`` as it ends (``--from-runs`` reads them back)."""
+    appended to ``log`` as it ends (``--from-runs`` reads them back). With ``keep``, the
+    runs already in ``log`` stand and only the missing ones run."""
     import ray
 
-    log.unlink(missing_ok=True)
+    runs: Runs = _read_runs(log) if keep and log.is_file() else {}
+    if not keep:
+        log.unlink(missing_ok=True)
     # One Ray for every contender: the same workers, none pays Ray's start-up in its budget
     # (which counts epochs, not seconds, anyway).
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    runs: Runs = {}
     try:
         for task_name in task_names:
             task = all_tasks[task_name]
             maximize = task.campaign["mode"] == "max"
             for seed in range(seeds):
                 for name in names:
+                    if seed in runs.get((task_name, name), {}):
+                        continue
                     start = time.monotonic()
                     values = CONTENDERS[name](task, seed)
                     runs.setdefault((task_name, name), {})[seed] = values

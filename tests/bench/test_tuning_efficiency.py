@@ -119,3 +119,65 @@ def test_recorded_runs_give_the_table_again(
     assert ours["epochs_to_random_best"] == [2, 1]  # 0.92 >= 0.9 at 2; 0.97 >= 0.95 at 1
     assert ours["epochs_spent"] == [3, 1]
     assert (tmp_path / "out" / "anytime.png").stat().st_size > 0
+
+
+def test_continue_runs_only_what_runs_jsonl_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An interrupted call left seed 0 of both contenders and seed 1 of one; --continue runs
+    # the one missing and keeps the rest as recorded. The contenders are stand-ins (this
+    # checks the bookkeeping, not the tuning), so Ray is not started either.
+    import ray
+
+    out = tmp_path / "out"
+    out.mkdir()
+    recorded = [
+        ("random+fifo", 0, [0.5, 0.9]),
+        ("ours", 0, [0.95]),
+        ("random+fifo", 1, [0.6, 0.8]),
+    ]
+    (out / "runs.jsonl").write_text(
+        "".join(
+            json.dumps({"task": "digits", "contender": c, "seed": s, "values": v}) + "\n"
+            for c, s, v in recorded
+        )
+    )
+    calls: list[tuple[str, int]] = []
+
+    def contender(name: str) -> object:
+        def run(task: Task, seed: int) -> list[float]:
+            calls.append((name, seed))
+            return [0.85]
+
+        return run
+
+    monkeypatch.setattr(
+        tuning_efficiency,
+        "CONTENDERS",
+        {"ours": contender("ours"), "random+fifo": contender("random+fifo")},
+    )
+    monkeypatch.setattr(ray, "init", lambda **kwargs: None)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "tuning_efficiency.py",
+            "--tasks",
+            "digits",
+            "--seeds",
+            "2",
+            "--contenders",
+            "ours,random+fifo",
+            "--out",
+            str(out),
+            "--continue",
+        ],
+    )
+    assert tuning_efficiency.main() == 0
+    assert calls == [("ours", 1)]
+    rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and rows[-1]["contender"] == "ours" and rows[-1]["seed"] == 1
+    results = json.loads((out / "results.json").read_text())
+    # Ours reaches random's best at its first epoch on both seeds (0.95 >= 0.9, 0.85 >= 0.8).
+    assert results["digits"]["contenders"]["ours"]["epochs_to_random_best"] == [1, 1]

@@ -147,8 +147,11 @@ def _driver(args: list[str], tmp_path: Path, log: Any) -> subprocess.Popen[str]:
     )
 
 
-def _newest_snapshot_mtime(run_dir: Path) -> float:
-    return max((p.stat().st_mtime for p in run_dir.glob("experiment_state-*.json")), default=0.0)
+def _snapshot_names(run_dir: Path) -> set[str]:
+    # Tune names each session's snapshot by the session's start (experiment_state-<time>):
+    # a new name is this session's. (Not mtimes: a resume restores the last whole snapshot
+    # of the session before into the run folder, which is a fresh write.)
+    return {p.name for p in run_dir.glob("experiment_state-*.json")}
 
 
 def test_repeated_kills_at_random_moments(tmp_path: Path) -> None:
@@ -172,12 +175,12 @@ def test_repeated_kills_at_random_moments(tmp_path: Path) -> None:
     for n in range(kills):
         log_path = tmp_path / f"driver-{n}.log"
         with log_path.open("w") as log:
-            seen = _newest_snapshot_mtime(run_dir)
+            seen = _snapshot_names(run_dir)
             driver = _driver(first if n == 0 else resume, tmp_path, log)
             starts += 1
             try:
                 # A snapshot of this session first, so there is something to resume from.
-                while _newest_snapshot_mtime(run_dir) <= seen:
+                while not _snapshot_names(run_dir) - seen:
                     assert driver.poll() is None, log_path.read_text()
                     assert time.monotonic() < deadline, "no snapshot in this session"
                     time.sleep(0.05)
