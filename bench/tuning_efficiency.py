@@ -27,10 +27,11 @@ any trial, against trial-epochs consumed in the order the epochs ended, by the
 trainables' own stamps), its value at 1/4, 1/2 and all of the budget, and the epochs each
 contender needs to reach random search's final best score of the same seed (its share of
 the budget; the bar is <= 1/3 for ours, median over seeds). "Worse beyond noise" at a
-budget point is a mean paired difference (ours - stock, same seed) more than two standard
-errors of those differences on the wrong side. The table and a plot (``--out``, default
-``bench/out/tuning_efficiency``) are written, and every run's values to ``runs.jsonl``
-there (``--from-runs`` redraws the table and plot from it).
+budget point: the mean paired margin of ours over stock (same seed; ours - stock for a
+score, stock - ours for a loss) is below zero by more than two standard errors of those
+margins. The table and a plot (``--out``, default ``bench/out/tuning_efficiency``) are
+written, and every run's values to ``runs.jsonl`` there (``--from-runs`` redraws the
+table and plot from it; ``--continue`` completes an interrupted call).
 
     .venv/bin/python bench/tuning_efficiency.py [--tasks digits,tabular] [--seeds 10] [--continue]
 """
@@ -466,7 +467,7 @@ def _print_table(task: Task, fig: dict[str, Any]) -> None:
         print(f"  {name:12s} {cells}  {share_s:>8s} ({reached})")
     for p, n in fig.get("ours_vs_stock", {}).items():
         print(
-            f"  ours - stock @{p}: {n['mean_diff']:+.4g} (se {n['se']:.2g})"
+            f"  ours better than stock by @{p}: {n['mean_diff']:+.4g} (se {n['se']:.2g})"
             f"{'  WORSE beyond noise' if n['worse_beyond_noise'] else ''}"
         )
     print(flush=True)
