@@ -479,8 +479,13 @@ def _plot(results: dict[str, Any], all_tasks: dict[str, Task], path: Path) -> No
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 4), squeeze=False)
-    for ax, (task_name, res) in zip(axes[0], results.items(), strict=True):
+    cols = min(2, len(results))
+    rows = math.ceil(len(results) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4 * rows), squeeze=False)
+    flat = list(axes.flat)
+    for ax in flat[len(results) :]:
+        ax.set_visible(False)
+    for ax, (task_name, res) in zip(flat, results.items(), strict=False):
         for name, c in res["contenders"].items():
             runs = c["curves"]
             xs = range(1, len(runs[0]) + 1)
@@ -492,14 +497,21 @@ def _plot(results: dict[str, Any], all_tasks: dict[str, Task], path: Path) -> No
         ax.set_title(f"{task_name} (median, min-max band over seeds)")
         ax.set_xlabel("trial-epochs consumed")
         ax.set_ylabel(f"best {all_tasks[task_name].campaign['metric']} so far")
-        if not res["maximize"]:
+        # Zoom past the first tenth of the budget, where the contenders differ: the medians
+        # there and the best any run reached bound the axis.
+        start = max(1, res["budget_epochs"] // 10)
+        medians = [
+            statistics.median(run[start - 1] for run in c["curves"])
+            for c in res["contenders"].values()
+        ]
+        ends = [v for c in res["contenders"].values() for run in c["curves"] for v in run[-1:]]
+        if res["maximize"]:
+            low, high = min(medians), max(ends)
+            pad = 0.1 * (high - low)
+            ax.set_ylim(bottom=low - pad, top=high + pad)
+        else:
             ax.set_yscale("log")
-        else:  # zoom past the first tenth of the budget, where the contenders differ
-            start = max(1, res["budget_epochs"] // 10)
-            low = min(
-                min(run[start - 1] for run in c["curves"]) for c in res["contenders"].values()
-            )
-            ax.set_ylim(bottom=low - 0.1 * (1 - low), top=1.0)
+            ax.set_ylim(bottom=min(ends) / 1.2, top=max(medians) * 1.2)
         ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
