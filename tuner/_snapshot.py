@@ -2,19 +2,24 @@
 
 Tune writes ``experiment_state-*.json`` (in place), ``searcher-state-*.pkl`` and
 ``search_gen_state-*.json`` to a staging folder of the driver, one after the other in the
-driver's thread, then copies them into the run folder in a background thread, file by file
-and in place. A driver killed at the wrong moment leaves the run folder with an empty or
-torn file (``Tuner.restore`` then silently starts afresh) or, worse, with files of two
-different snapshots: the search generator's trial counter of a newer one with the trial list
-of an older one makes the resumed campaign run fewer trials than asked for.
+driver's thread, then copies them, with every trial's ``result.json`` and ``progress.csv``,
+into the run folder in a background thread, file by file and in place. A driver killed at
+the wrong moment leaves the run folder with an empty or torn file (``Tuner.restore`` then
+silently starts afresh), with files of two different snapshots (the search generator's
+trial counter of a newer one with the trial list of an older one makes the resumed
+campaign run fewer trials than asked for), or with a snapshot whose trials' results had
+not arrived yet (a restored trial with a checkpoint and no ``result.json``).
 
-This callback copies the staging folder's files, which are whole and of one snapshot
-whenever the controller's step ends, into one of two slots under ``.snapshot/`` and then
-points ``.snapshot/current`` at that slot (written atomically). Before a resume,
+This callback copies the staging folder's files at the moment Tune has written them, from
+inside Tune's snapshot (Tune asks callbacks for their state right after writing the
+experiment and searcher state, before it starts the copy to the run folder), into one of
+two slots under ``.snapshot/``, with the trials' result logs of that same moment (hard
+links to the previous slot's copies where unchanged), and then points
+``.snapshot/current`` at that slot (written atomically). Before a resume,
 :func:`repair_snapshot` puts the current slot's files back in place of the run folder's,
-all of them: the restored experiment is always one snapshot, at worst a second older than
-the newest, which the searcher's reconciliation and the persistent scheduler already handle
-like any crash.
+all of them: the restored experiment is always one whole snapshot with its trials' results
+as they were then, at worst one snapshot period older than the newest, which the
+searcher's reconciliation and the persistent scheduler already handle like any crash.
 """
 
 from __future__ import annotations
@@ -36,6 +41,10 @@ logger = logging.getLogger(__name__)
 BACKUP_DIR = ".snapshot"
 CURRENT_FILE = "current"
 SUPERSEDED_DIR = "superseded"
+LOGS_DIR = "logs"  # in a slot: <trial folder>/result.json and progress.csv
+# The files Ray's JSON and CSV loggers write per trial (and copy back from storage when a
+# trial restarts).
+TRIAL_LOGS = ("result.json", "progress.csv")
 _SLOTS = ("a", "b")
 # Tune snapshots once a second or less often (campaign.snapshot_period_s); looking twice as
 # often keeps the copy at most one snapshot behind without listing the staging folder on
@@ -76,8 +85,9 @@ def current_slot(run_dir: Path) -> Path | None:
 
 
 def save_generation(source: Path, run_dir: Path) -> list[str]:
-    """Copies the snapshot files in ``source`` (whole, of one snapshot) into the slot not
-    in use, then makes it the current one; returns the names copied."""
+    """Copies the snapshot files in ``source`` (whole, of one snapshot) and its trials'
+    result logs into the slot not in use, then makes it the current one; returns the names
+    of the snapshot files copied."""
     files = _state_files(source)
     if not files:
         return []
@@ -89,36 +99,84 @@ def save_generation(source: Path, run_dir: Path) -> list[str]:
     slot.mkdir(parents=True)
     for path in files:
         shutil.copyfile(path, slot / path.name)
+    _save_trial_logs(source, slot, current)
     tmp = backup / f".{CURRENT_FILE}.tmp"
     tmp.write_text(slot.name)
     os.replace(tmp, backup / CURRENT_FILE)  # the slot counts only once it is complete
     return sorted(p.name for p in files)
 
 
+def _save_trial_logs(source: Path, slot: Path, previous: Path | None) -> None:
+    """Each trial's result logs in ``source`` into ``slot/logs``: a hard link to the
+    previous slot's copy where the file has not changed since (same size and mtime; Ray
+    only appends to them), else a copy that keeps the mtime."""
+    for name in TRIAL_LOGS:
+        for log in source.glob(f"*/{name}"):
+            rel = log.relative_to(source)
+            dest = slot / LOGS_DIR / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                stat = log.stat()
+            except FileNotFoundError:
+                continue
+            old = previous / LOGS_DIR / rel if previous is not None else None
+            if old is not None:
+                try:
+                    kept = old.stat()
+                    if (kept.st_size, kept.st_mtime_ns) == (stat.st_size, stat.st_mtime_ns):
+                        os.link(old, dest)
+                        continue
+                except OSError:
+                    pass  # not there, or no hard links on this file system: copy
+            try:
+                shutil.copy2(log, dest)
+            except FileNotFoundError:
+                continue
+
+
 class SnapshotGuard(Callback):
-    """Copies each new Tune snapshot, as one, from the driver's staging folder to
-    ``run_dir/.snapshot`` (see the module docstring)."""
+    """Copies each Tune snapshot, as one, from the driver's staging folder to
+    ``run_dir/.snapshot`` (see the module docstring).
+
+    The copy is made from :meth:`get_state`, which Tune calls while it takes the snapshot,
+    after the experiment and searcher state are written and before they are copied to the
+    run folder; the guard keeps no state of its own (returns None, so Tune writes no file
+    for it). A check at the end of the controller's step, every ``check_every_s``, copies
+    any snapshot that call missed.
+    """
 
     def __init__(self, run_dir: str, check_every_s: float = CHECK_EVERY_S) -> None:
         self._run_dir = run_dir
         self._check_every_s = check_every_s
         self._seen: dict[str, int] = {}
         self._last_check = 0.0
+        self._staging: Path | None = None
+
+    def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
+        if self._staging is None:
+            self._staging = _staging_dir(trials)
+
+    def get_state(self) -> dict[str, Any] | None:
+        if self._staging is not None:
+            self._copy(self._staging)
+        return None
 
     def on_step_end(self, iteration: int, trials: list[Any], **info: Any) -> None:
         now = time.monotonic()
         if now - self._last_check < self._check_every_s:
             return
         self._last_check = now
-        self._copy(trials)
+        staging = _staging_dir(trials)
+        if staging is not None:
+            self._staging = staging
+            self._copy(staging)
 
     def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
-        self._copy(trials)
-
-    def _copy(self, trials: list[Any]) -> None:
         staging = _staging_dir(trials)
-        if staging is None:
-            return
+        if staging is not None:
+            self._copy(staging)
+
+    def _copy(self, staging: Path) -> None:
         seen: dict[str, int] = {}
         for path in _state_files(staging):
             try:
@@ -128,10 +186,6 @@ class SnapshotGuard(Callback):
         if seen and seen != self._seen:
             save_generation(staging, Path(self._run_dir))
             self._seen = seen
-
-
-# The files Ray's JSON and CSV loggers copy back from storage when a trial restarts.
-TRIAL_LOGS = ("result.json", "progress.csv")
 
 
 class KeepTrialLogs(Callback):
@@ -207,9 +261,31 @@ def repair_snapshot(run_dir: Path) -> list[str]:
         shutil.copyfile(good, tmp)
         os.replace(tmp, target)
         changed.append(name)
+    changed += _restore_trial_logs(slot, run_dir)
     if changed:
         logger.warning("Restored Tune's last whole snapshot: %s", sorted(changed))
     return sorted(changed)
+
+
+def _restore_trial_logs(slot: Path, run_dir: Path) -> list[str]:
+    """Puts each trial's result logs as the slot's snapshot knew them back in its folder
+    (missing, short of results that had not been copied, or ahead of the snapshot)."""
+    changed = []
+    logs = slot / LOGS_DIR
+    for good in sorted(logs.glob("*/*")):
+        if good.name not in TRIAL_LOGS or not good.is_file():
+            continue
+        folder = run_dir / good.parent.name
+        if not folder.is_dir():
+            continue
+        target = folder / good.name
+        if target.is_file() and target.read_bytes() == good.read_bytes():
+            continue
+        tmp = folder / f".{good.name}.restore.tmp"
+        shutil.copyfile(good, tmp)
+        os.replace(tmp, target)
+        changed.append(f"{folder.name}/{good.name}")
+    return changed
 
 
 def _repair_each(run_dir: Path) -> list[str]:

@@ -544,9 +544,12 @@ def resume_campaign(
     spec = load_campaign(campaign_file)
     repaired = repair_snapshot(run_dir)
     if repaired:
+        state = [name for name in repaired if "/" not in name]
+        logs = len(repaired) - len(state)
+        what = ", ".join(state + ([f"{logs} trial result log(s)"] if logs else []))
         print(
             "restored Tune's last whole snapshot over files a crash left damaged or out of "
-            f"step: {', '.join(repaired)}",
+            f"step: {what}",
             file=stream or sys.stdout,
         )
     orphans = set_aside_orphans(run_dir, finished=_final_trial_ids(run_dir))

@@ -102,8 +102,10 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
     # A whole copy of the snapshot was kept from the driver's staging folder, all three files.
     slot = current_slot(run_dir)
     assert slot is not None
-    kinds = sorted(p.name.split("-")[0] for p in slot.iterdir())
+    kinds = sorted(p.name.split("-")[0] for p in slot.iterdir() if p.is_file())
     assert kinds == ["experiment_state", "search_gen_state", "searcher"], kinds
+    # With the trials' result logs as that snapshot knew them.
+    assert list((slot / "logs").glob("trial_*/result.json"))
 
     resumed = run_cli(["resume", str(run_dir), "--num-cpus", "2"], cwd=tmp_path, timeout=300)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr

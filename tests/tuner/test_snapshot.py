@@ -102,6 +102,67 @@ def test_repair_sets_aside_files_of_a_session_newer_than_the_kept_snapshot(
     assert _generation(run_dir) == (2, 2, 2)
 
 
+def test_trial_logs_kept_with_their_snapshot_and_put_back_by_repair(tmp_path: Path) -> None:
+    # The driver's staging folder holds each trial's result logs beside the snapshot; the
+    # run folder gets both by Tune's background copy, which a kill can cut short.
+    staging, run_dir = tmp_path / "staging", tmp_path / "run"
+    _snapshot(staging, 2)
+    for trial, lines in (("trial_a", 2), ("trial_b", 1)):
+        (staging / trial).mkdir()
+        (staging / trial / "result.json").write_text('{"epoch": 1}\n' * lines)
+    (staging / "trial_a" / "progress.csv").write_text("epoch\n1\n2\n")
+    save_generation(staging, run_dir)
+    first = current_slot(run_dir)
+    assert first is not None
+    assert (first / "logs" / "trial_a" / "result.json").read_text().count("\n") == 2
+
+    # Trial b reports again; trial a does not: the next slot links a's unchanged file.
+    with (staging / "trial_b" / "result.json").open("a") as log:
+        log.write('{"epoch": 2}\n')
+    _snapshot(staging, 3)
+    os.utime(staging / STATE, ns=(1, 1))
+    save_generation(staging, run_dir)
+    second = current_slot(run_dir)
+    assert second is not None and second != first
+    a_then, a_now = first / "logs/trial_a/result.json", second / "logs/trial_a/result.json"
+    assert a_now.stat().st_ino == a_then.stat().st_ino
+    assert (second / "logs/trial_b/result.json").read_text().count("\n") == 2
+
+    # Killed before Tune's copy carried b's second result (and a's whole log) over; a
+    # third trial's folder exists that this snapshot never saw a log of.
+    for trial in ("trial_a", "trial_b", "trial_c"):
+        (run_dir / trial).mkdir()
+    (run_dir / "trial_b" / "result.json").write_text('{"epoch": 1}\n')
+    (run_dir / "trial_c" / "result.json").write_text('{"epoch": 1}\n')
+    changed = repair_snapshot(run_dir)
+    assert "trial_a/result.json" in changed and "trial_b/result.json" in changed
+    assert "trial_a/progress.csv" in changed
+    assert (run_dir / "trial_a/result.json").read_text() == '{"epoch": 1}\n' * 2
+    assert (run_dir / "trial_b/result.json").read_text().count("\n") == 2
+    assert (run_dir / "trial_c/result.json").read_text() == '{"epoch": 1}\n'
+    assert not [n for n in repair_snapshot(run_dir) if "/" in n]  # in step now
+
+
+def test_guard_copies_the_snapshot_while_tune_takes_it(tmp_path: Path) -> None:
+    # Tune calls callbacks' get_state right after writing the snapshot to staging and
+    # before copying it to the run folder: the slot has it then, not a check period later.
+    staging, run_dir = tmp_path / "staging", tmp_path / "run"
+    run_dir.mkdir()
+    guard = SnapshotGuard(str(run_dir), check_every_s=3600.0)
+    guard.on_step_begin(iteration=1, trials=[_Trial(staging)])
+    _snapshot(staging, 4)
+    assert guard.get_state() is None  # no state of its own: Tune writes no file for it
+    slot = current_slot(run_dir)
+    assert slot is not None and _generation(slot) == (4, 4, 4)
+    guard.on_step_end(iteration=1, trials=[_Trial(staging)])  # its check: nothing new
+    _snapshot(staging, 6)
+    os.utime(staging / STATE, ns=(1, 1))
+    guard.on_step_end(iteration=2, trials=[_Trial(staging)])  # within the period: no copy
+    assert _generation(current_slot(run_dir) or slot) == (4, 4, 4)
+    guard.get_state()
+    assert _generation(current_slot(run_dir) or slot) == (6, 6, 6)
+
+
 def test_a_crash_while_a_slot_is_written_leaves_the_current_one_in_use(tmp_path: Path) -> None:
     staging, run_dir = tmp_path / "staging", tmp_path / "run"
     _snapshot(staging, 2)
