@@ -346,8 +346,9 @@ def main() -> int:
         results[task.name] = _figures(task, curves, spent, maximize)
         _print_table(task, results[task.name])
     (out / "results.json").write_text(json.dumps(results, indent=2))
+    (out / "table.md").write_text(markdown_table(results, all_tasks))
     _plot(results, all_tasks, out / "anytime.png")
-    print(f"wrote {out / 'results.json'} and {out / 'anytime.png'}")
+    print(f"wrote {out / 'results.json'}, {out / 'table.md'} and {out / 'anytime.png'}")
     return 0
 
 
@@ -447,6 +448,48 @@ def _figures(
             }
         figures["ours_vs_stock"] = noise
     return figures
+
+
+def markdown_table(results: dict[str, Any], all_tasks: dict[str, Task]) -> str:
+    """The figures as a Markdown table (what the README shows): per task, the median best
+    score at 1/4, 1/2 and all of the budget, the median share of the budget needed to reach
+    random search's final best, and the ours-vs-stock margins with their standard errors."""
+    names = list(next(iter(results.values()))["contenders"])
+    lines = [
+        "| task | figure | " + " | ".join(names) + " |",
+        "|---" * (len(names) + 2) + "|",
+    ]
+    for task_name, fig in results.items():
+        campaign = all_tasks[task_name].campaign
+        arrow = "higher" if fig["maximize"] else "lower"
+        first = next(iter(fig["contenders"].values()))
+        seeds = len(first["curves"])
+        label = (
+            f"{task_name} ({campaign['metric']}, {arrow} is better; "
+            f"{fig['budget_epochs']} epochs, {seeds} seeds)"
+        )
+        points = list(first["at"])
+        cells = [
+            " / ".join(f"{statistics.median(c['at'][p]):.4g}" for p in points)
+            for c in fig["contenders"].values()
+        ]
+        lines.append(
+            f"| {label} | median best at {' / '.join(points)} epochs | " + " | ".join(cells) + " |"
+        )
+        shares = []
+        for c in fig["contenders"].values():
+            share = c["median_share_to_random_best"]
+            shares.append("never" if share is None or math.isinf(share) else f"{share:.2f}")
+        lines.append("| | epochs to random's best, median share | " + " | ".join(shares) + " |")
+        margins = fig.get("ours_vs_stock")
+        if margins:
+            text = ", ".join(
+                f"@{p} {n['mean_diff']:+.2g} (se {n['se']:.2g})"
+                + (" WORSE beyond noise" if n["worse_beyond_noise"] else "")
+                for p, n in margins.items()
+            )
+            lines.append(f"| | ours' margin over stock | {text} |" + " |" * (len(names) - 1))
+    return "\n".join(lines) + "\n"
 
 
 def _print_table(task: Task, fig: dict[str, Any]) -> None:

@@ -119,6 +119,10 @@ def test_recorded_runs_give_the_table_again(
     assert ours["epochs_to_random_best"] == [2, 1]  # 0.92 >= 0.9 at 2; 0.97 >= 0.95 at 1
     assert ours["epochs_spent"] == [3, 1]
     assert (tmp_path / "out" / "anytime.png").stat().st_size > 0
+    table = (tmp_path / "out" / "table.md").read_text().splitlines()
+    assert table[0] == "| task | figure | ours | random+fifo |"
+    # Median of 2 and 1 epochs over a budget of 108; random reaches its own best at 4, 3.
+    assert "| | epochs to random's best, median share | 0.01 | 0.03 |" in table
 
 
 def test_continue_runs_only_what_runs_jsonl_lacks(
