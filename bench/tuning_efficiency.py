@@ -336,9 +336,13 @@ def main() -> int:
     for task_name in task_names:
         task = all_tasks[task_name]
         maximize = task.campaign["mode"] == "max"
-        curves: dict[str, list[list[float]]] = {n: [] for n in names}
-        spent: dict[str, list[int]] = {n: [] for n in names}
-        for name in names:
+        # A contender not run on a task (say, a slow one run with fewer) is left out of it.
+        present = [n for n in names if runs.get((task_name, n))]
+        if not present:
+            continue
+        curves: dict[str, list[list[float]]] = {n: [] for n in present}
+        spent: dict[str, list[int]] = {n: [] for n in present}
+        for name in present:
             by_seed = runs.get((task_name, name), {})
             for seed in sorted(by_seed)[: args.seeds]:
                 curves[name].append(anytime(by_seed[seed], task.budget_epochs, maximize))
@@ -454,7 +458,7 @@ def markdown_table(results: dict[str, Any], all_tasks: dict[str, Task]) -> str:
     """The figures as a Markdown table (what the README shows): per task, the median best
     score at 1/4, 1/2 and all of the budget, the median share of the budget needed to reach
     random search's final best, and the ours-vs-stock margins with their standard errors."""
-    names = list(next(iter(results.values()))["contenders"])
+    names = list(dict.fromkeys(n for fig in results.values() for n in fig["contenders"]))
     lines = [
         "| task | figure | " + " | ".join(names) + " |",
         "|---" * (len(names) + 2) + "|",
@@ -469,17 +473,23 @@ def markdown_table(results: dict[str, Any], all_tasks: dict[str, Task]) -> str:
             f"{fig['budget_epochs']} epochs, {seeds} seeds)"
         )
         points = list(first["at"])
+        contenders = fig["contenders"]
         cells = [
-            " / ".join(f"{statistics.median(c['at'][p]):.4g}" for p in points)
-            for c in fig["contenders"].values()
+            " / ".join(f"{statistics.median(contenders[n]['at'][p]):.4g}" for p in points)
+            if n in contenders
+            else "not run"
+            for n in names
         ]
         lines.append(
             f"| {label} | median best at {' / '.join(points)} epochs | " + " | ".join(cells) + " |"
         )
         shares = []
-        for c in fig["contenders"].values():
-            share = c["median_share_to_random_best"]
-            shares.append("never" if share is None or math.isinf(share) else f"{share:.2f}")
+        for n in names:
+            share = contenders[n]["median_share_to_random_best"] if n in contenders else None
+            if n not in contenders:
+                shares.append("not run")
+            else:
+                shares.append("never" if share is None or math.isinf(share) else f"{share:.2f}")
         lines.append("| | epochs to random's best, median share | " + " | ".join(shares) + " |")
         margins = fig.get("ours_vs_stock")
         if margins:

@@ -185,3 +185,21 @@ def test_continue_runs_only_what_runs_jsonl_lacks(
     results = json.loads((out / "results.json").read_text())
     # Ours reaches random's best at its first epoch on both seeds (0.95 >= 0.9, 0.85 >= 0.8).
     assert results["digits"]["contenders"]["ours"]["epochs_to_random_best"] == [1, 1]
+
+
+def test_markdown_table_says_not_run_for_a_contender_a_task_lacks() -> None:
+    both = {"random+fifo": [[0.5, 0.9]], "ours": [[0.95, 0.95]]}
+    only_random = {"random+fifo": [[0.4, 0.8]]}
+    results = {
+        "digits": _figures(_task(2), both, {n: [2] for n in both}, maximize=True),
+        "tabular": _figures(_task(2), only_random, {"random+fifo": [2]}, maximize=True),
+    }
+    t = _task(2)
+    table = tuning_efficiency.markdown_table(results, {"digits": t, "tabular": t})
+    lines = table.splitlines()
+    assert lines[0] == "| task | figure | random+fifo | ours |"
+    shares = [line for line in lines if "median share" in line]
+    assert shares == [
+        "| | epochs to random's best, median share | 1.00 | 0.50 |",
+        "| | epochs to random's best, median share | 1.00 | not run |",
+    ]
