@@ -80,6 +80,23 @@ def test_hpolib_train_reports_one_epoch_to_a_session(tmp_path: Path) -> None:
     assert np.isfinite(metrics["val_loss"]) and metrics["val_loss"] > 0
 
 
+def _write_runs(path: Path, rows: list[tuple[str, int, list[float]]]) -> None:
+    """Rows of digits runs as _run_all records them (values in the order Tune got them)."""
+    path.write_text(
+        "".join(
+            json.dumps({"task": "digits", "contender": c, "seed": s, "values": v}) + "\n"
+            for c, s, v in rows
+        )
+    )
+
+
+def _main(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    """The bench's command line on digits with two contenders, plus ``args``."""
+    argv = ["tuning_efficiency.py", "--tasks", "digits", "--contenders", "ours,random+fifo"]
+    monkeypatch.setattr(sys, "argv", [*argv, *args])
+    return tuning_efficiency.main()
+
+
 def test_recorded_runs_give_the_table_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -92,28 +109,8 @@ def test_recorded_runs_give_the_table_again(
         ("ours", 0, [0.85, 0.92, 0.91]),
         ("ours", 1, [0.97]),
     ]
-    runs.write_text(
-        "".join(
-            json.dumps({"task": "digits", "contender": c, "seed": s, "values": v}) + "\n"
-            for c, s, v in rows
-        )
-    )
-    monkeypatch.setattr(
-        sys,
-        "argv",
-        [
-            "tuning_efficiency.py",
-            "--tasks",
-            "digits",
-            "--contenders",
-            "ours,random+fifo",
-            "--from-runs",
-            str(runs),
-            "--out",
-            str(tmp_path / "out"),
-        ],
-    )
-    assert tuning_efficiency.main() == 0
+    _write_runs(runs, rows)
+    assert _main(monkeypatch, "--from-runs", str(runs), "--out", str(tmp_path / "out")) == 0
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     ours = results["digits"]["contenders"]["ours"]
     assert ours["epochs_to_random_best"] == [2, 1]  # 0.92 >= 0.9 at 2; 0.97 >= 0.95 at 1
@@ -140,12 +137,7 @@ def test_continue_runs_only_what_runs_jsonl_lacks(
         ("ours", 0, [0.95]),
         ("random+fifo", 1, [0.6, 0.8]),
     ]
-    (out / "runs.jsonl").write_text(
-        "".join(
-            json.dumps({"task": "digits", "contender": c, "seed": s, "values": v}) + "\n"
-            for c, s, v in recorded
-        )
-    )
+    _write_runs(out / "runs.jsonl", recorded)
     calls: list[tuple[str, int]] = []
 
     def contender(name: str) -> object:
@@ -162,23 +154,7 @@ def test_continue_runs_only_what_runs_jsonl_lacks(
     )
     monkeypatch.setattr(ray, "init", lambda **kwargs: None)
     monkeypatch.setattr(ray, "shutdown", lambda: None)
-    monkeypatch.setattr(
-        sys,
-        "argv",
-        [
-            "tuning_efficiency.py",
-            "--tasks",
-            "digits",
-            "--seeds",
-            "2",
-            "--contenders",
-            "ours,random+fifo",
-            "--out",
-            str(out),
-            "--continue",
-        ],
-    )
-    assert tuning_efficiency.main() == 0
+    assert _main(monkeypatch, "--seeds", "2", "--out", str(out), "--continue") == 0
     assert calls == [("ours", 1)]
     rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and rows[-1]["contender"] == "ours" and rows[-1]["seed"] == 1
