@@ -172,6 +172,8 @@ def read_trials(folder: Path) -> list[Trial]:
     """Every trial under ``folder`` with at least one stamped report (its result.json)."""
     trials = []
     for path in sorted(folder.rglob("result.json")):
+        if any(part.startswith(".") for part in path.relative_to(folder).parts):
+            continue  # tuner's kept copies (.snapshot/<slot>/logs, .orphaned), not trials
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         rows = [r for r in rows if "bench_epoch_end" in r]
         if not rows:

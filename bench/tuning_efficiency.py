@@ -131,6 +131,8 @@ def _reports_from(folder: Path, metric: str) -> list[tuple[tuple[float, float], 
     """Every result Tune logged under ``folder`` (result.json files), as (order, value)."""
     rows: list[tuple[tuple[float, float], float]] = []
     for path in folder.rglob("result.json"):
+        if any(part.startswith(".") for part in path.relative_to(folder).parts):
+            continue  # tuner's kept copies (.snapshot/<slot>/logs, .orphaned), not trials
         for line in path.read_text().splitlines():
             if not line.strip():
                 continue

@@ -45,3 +45,13 @@ def test_a_trial_paused_at_a_rung_counts_its_two_runs_not_the_pause(tmp_path: Pa
     assert figures["inside"] == pytest.approx((in_trials - 4.0) / 2)
     assert figures["between"] == pytest.approx((7.2 * SLOTS - in_trials) / 2)
     assert figures["share_phase"] == pytest.approx(4.0 / (7.2 * SLOTS))
+
+
+def test_kept_copies_of_result_logs_are_not_trials(tmp_path: Path) -> None:
+    # tuner keeps each trial's result.json with its snapshot copies (.snapshot/<slot>/logs)
+    # and sets orphaned trial folders aside (.orphaned): neither is a trial of the run.
+    rows = [_row(1, 0.0, 0.05, 1.1)]
+    _write(tmp_path / "ours" / "trial_a", rows)
+    _write(tmp_path / "ours" / ".snapshot" / "a" / "logs" / "trial_a", rows)
+    _write(tmp_path / "ours" / ".orphaned" / "trial_b", rows)
+    assert len(read_trials(tmp_path / "ours")) == 1

@@ -179,3 +179,17 @@ def test_markdown_table_says_not_run_for_a_contender_a_task_lacks() -> None:
         "| | epochs to random's best, median share | 1.00 | 0.50 |",
         "| | epochs to random's best, median share | 1.00 | not run |",
     ]
+
+
+def test_reports_are_read_from_trial_folders_not_kept_copies(tmp_path: Path) -> None:
+    lines = "".join(
+        json.dumps({"val_acc": v, "tuner_epoch_end_unix_s": t}) + "\n"
+        for t, v in ((2.0, 0.5), (1.0, 0.4))
+    )
+    for folder in ("trial_a", ".snapshot/b/logs/trial_a", ".orphaned/trial_c"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "result.json").write_text(lines)
+    assert tuning_efficiency._reports_from(tmp_path, "val_acc") == [
+        ((1.0, 0.0), 0.4),
+        ((2.0, 0.0), 0.5),
+    ]
