@@ -13,8 +13,8 @@ not arrived yet (a restored trial with a checkpoint and no ``result.json``).
 This callback copies the staging folder's files at the moment Tune has written them, from
 inside Tune's snapshot (Tune asks callbacks for their state right after writing the
 experiment and searcher state, before it starts the copy to the run folder), into one of
-two slots under ``.snapshot/``, with the trials' result logs of that same moment (hard
-links to the previous slot's copies where unchanged), and then points
+two slots under ``.snapshot/``, with the trials' result logs of that same moment (only
+those changed since that slot was written are copied), and then points
 ``.snapshot/current`` at that slot (written atomically). Before a resume,
 :func:`repair_snapshot` puts the current slot's files back in place of the run folder's,
 all of them: the restored experiment is always one whole snapshot with its trials' results
@@ -87,51 +87,55 @@ def current_slot(run_dir: Path) -> Path | None:
 def save_generation(source: Path, run_dir: Path) -> list[str]:
     """Copies the snapshot files in ``source`` (whole, of one snapshot) and its trials'
     result logs into the slot not in use, then makes it the current one; returns the names
-    of the snapshot files copied."""
+    of the snapshot files copied.
+
+    The slot is brought up to date in place: its snapshot files are replaced, and of the
+    result logs only those that changed since that slot was written (two generations ago)
+    are copied, so a generation costs a few stats per trial (Tune takes a snapshot after
+    most checkpoints when it keeps few). ``current`` points at the other slot meanwhile.
+    """
     files = _state_files(source)
     if not files:
         return []
     backup = run_dir / BACKUP_DIR
     current = current_slot(run_dir)
     slot = backup / (_SLOTS[1] if current is not None and current.name == _SLOTS[0] else _SLOTS[0])
-    if slot.exists():
-        shutil.rmtree(slot)
-    slot.mkdir(parents=True)
+    slot.mkdir(parents=True, exist_ok=True)
+    names = {p.name for p in files}
+    for stale in _state_files(slot):
+        if stale.name not in names:
+            stale.unlink()
     for path in files:
         shutil.copyfile(path, slot / path.name)
-    _save_trial_logs(source, slot, current)
+    _save_trial_logs(source, slot)
     tmp = backup / f".{CURRENT_FILE}.tmp"
     tmp.write_text(slot.name)
     os.replace(tmp, backup / CURRENT_FILE)  # the slot counts only once it is complete
-    return sorted(p.name for p in files)
+    return sorted(names)
 
 
-def _save_trial_logs(source: Path, slot: Path, previous: Path | None) -> None:
-    """Each trial's result logs in ``source`` into ``slot/logs``: a hard link to the
-    previous slot's copy where the file has not changed since (same size and mtime; Ray
-    only appends to them), else a copy that keeps the mtime."""
+def _save_trial_logs(source: Path, slot: Path) -> None:
+    """Each trial's result logs in ``source`` into ``slot/logs``, copied (with their mtime)
+    where the slot's copy differs in size or mtime (Ray only appends to them)."""
     for name in TRIAL_LOGS:
         for log in source.glob(f"*/{name}"):
-            rel = log.relative_to(source)
-            dest = slot / LOGS_DIR / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest = slot / LOGS_DIR / log.relative_to(source)
             try:
                 stat = log.stat()
             except FileNotFoundError:
                 continue
-            old = previous / LOGS_DIR / rel if previous is not None else None
-            if old is not None:
-                try:
-                    kept = old.stat()
-                    if (kept.st_size, kept.st_mtime_ns) == (stat.st_size, stat.st_mtime_ns):
-                        os.link(old, dest)
-                        continue
-                except OSError:
-                    pass  # not there, or no hard links on this file system: copy
             try:
-                shutil.copy2(log, dest)
+                kept = dest.stat()
+                if (kept.st_size, kept.st_mtime_ns) == (stat.st_size, stat.st_mtime_ns):
+                    continue
+            except FileNotFoundError:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(f".{name}.tmp")
+            try:
+                shutil.copy2(log, tmp)
             except FileNotFoundError:
                 continue
+            os.replace(tmp, dest)
 
 
 class SnapshotGuard(Callback):

@@ -116,17 +116,19 @@ def test_trial_logs_kept_with_their_snapshot_and_put_back_by_repair(tmp_path: Pa
     assert first is not None
     assert (first / "logs" / "trial_a" / "result.json").read_text().count("\n") == 2
 
-    # Trial b reports again; trial a does not: the next slot links a's unchanged file.
-    with (staging / "trial_b" / "result.json").open("a") as log:
-        log.write('{"epoch": 2}\n')
-    _snapshot(staging, 3)
-    os.utime(staging / STATE, ns=(1, 1))
-    save_generation(staging, run_dir)
+    # Trial b reports again, trial a does not; two generations on, the first slot is
+    # written again: b's log is copied anew, a's (unchanged) is left as it was.
+    a_first = (first / "logs/trial_a/result.json").stat().st_ino
+    for n in (3, 4):
+        with (staging / "trial_b" / "result.json").open("a") as log:
+            log.write('{"epoch": 2}\n')
+        _snapshot(staging, n)
+        os.utime(staging / STATE, ns=(n, n))
+        save_generation(staging, run_dir)
     second = current_slot(run_dir)
-    assert second is not None and second != first
-    a_then, a_now = first / "logs/trial_a/result.json", second / "logs/trial_a/result.json"
-    assert a_now.stat().st_ino == a_then.stat().st_ino
-    assert (second / "logs/trial_b/result.json").read_text().count("\n") == 2
+    assert second == first
+    assert (second / "logs/trial_a/result.json").stat().st_ino == a_first
+    assert (second / "logs/trial_b/result.json").read_text().count("\n") == 3
 
     # Killed before Tune's copy carried b's second result (and a's whole log) over; a
     # third trial's folder exists that this snapshot never saw a log of.
@@ -138,7 +140,7 @@ def test_trial_logs_kept_with_their_snapshot_and_put_back_by_repair(tmp_path: Pa
     assert "trial_a/result.json" in changed and "trial_b/result.json" in changed
     assert "trial_a/progress.csv" in changed
     assert (run_dir / "trial_a/result.json").read_text() == '{"epoch": 1}\n' * 2
-    assert (run_dir / "trial_b/result.json").read_text().count("\n") == 2
+    assert (run_dir / "trial_b/result.json").read_text().count("\n") == 3
     assert (run_dir / "trial_c/result.json").read_text() == '{"epoch": 1}\n'
     assert not [n for n in repair_snapshot(run_dir) if "/" in n]  # in step now
 
