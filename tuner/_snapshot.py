@@ -17,9 +17,12 @@ two slots under ``.snapshot/``, with the trials' result logs of that same moment
 those changed since that slot was written are copied), and then points
 ``.snapshot/current`` at that slot (written atomically). Before a resume,
 :func:`repair_snapshot` puts the current slot's files back in place of the run folder's,
-all of them: the restored experiment is always one whole snapshot with its trials' results
-as they were then, at worst one snapshot period older than the newest, which the
-searcher's reconciliation and the persistent scheduler already handle like any crash.
+all of them, and extends each trial's result logs with the rows of that snapshot that
+Tune's copy had not carried over: the restored experiment is always one whole snapshot,
+at worst one snapshot period older than the newest, which the searcher's reconciliation
+and the persistent scheduler already handle like any crash. Rows a trial reported are
+never taken away; the results of trials that ended after that snapshot are taken from the
+dead driver's staging folder where it is still on disk (:func:`recover_trial_logs`).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ BACKUP_DIR = ".snapshot"
 CURRENT_FILE = "current"
 SUPERSEDED_DIR = "superseded"
 LOGS_DIR = "logs"  # in a slot: <trial folder>/result.json and progress.csv
+STAGING_FILE = "staging"  # the path of the driver's staging folder, as last seen
 # The files Ray's JSON and CSV loggers write per trial (and copy back from storage when a
 # trial restarts).
 TRIAL_LOGS = ("result.json", "progress.csv")
@@ -158,7 +162,7 @@ class SnapshotGuard(Callback):
 
     def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
         if self._staging is None:
-            self._staging = _staging_dir(trials)
+            self._note_staging(_staging_dir(trials))
 
     def get_state(self) -> dict[str, Any] | None:
         if self._staging is not None:
@@ -172,13 +176,25 @@ class SnapshotGuard(Callback):
         self._last_check = now
         staging = _staging_dir(trials)
         if staging is not None:
-            self._staging = staging
+            self._note_staging(staging)
             self._copy(staging)
 
     def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
         staging = _staging_dir(trials)
         if staging is not None:
             self._copy(staging)
+
+    def _note_staging(self, staging: Path | None) -> None:
+        """Remembers the staging folder, and writes its path to ``.snapshot/staging`` for a
+        resume after this driver dies (:func:`recover_trial_logs`)."""
+        if staging is None or staging == self._staging:
+            return
+        self._staging = staging
+        backup = Path(self._run_dir) / BACKUP_DIR
+        backup.mkdir(parents=True, exist_ok=True)
+        tmp = backup / f".{STAGING_FILE}.tmp"
+        tmp.write_text(str(staging))
+        os.replace(tmp, backup / STAGING_FILE)
 
     def _copy(self, staging: Path) -> None:
         seen: dict[str, int] = {}
@@ -272,23 +288,76 @@ def repair_snapshot(run_dir: Path) -> list[str]:
 
 
 def _restore_trial_logs(slot: Path, run_dir: Path) -> list[str]:
-    """Puts each trial's result logs as the slot's snapshot knew them back in its folder
-    (missing, short of results that had not been copied, or ahead of the snapshot)."""
+    """Extends each trial's result logs in its folder with what the slot's snapshot knew
+    and Tune's copy had not carried over (see :func:`_extend_log`)."""
     changed = []
-    logs = slot / LOGS_DIR
-    for good in sorted(logs.glob("*/*")):
+    for good in sorted((slot / LOGS_DIR).glob("*/*")):
         if good.name not in TRIAL_LOGS or not good.is_file():
             continue
         folder = run_dir / good.parent.name
-        if not folder.is_dir():
-            continue
-        target = folder / good.name
-        if target.is_file() and target.read_bytes() == good.read_bytes():
-            continue
-        tmp = folder / f".{good.name}.restore.tmp"
-        shutil.copyfile(good, tmp)
-        os.replace(tmp, target)
-        changed.append(f"{folder.name}/{good.name}")
+        if folder.is_dir() and _extend_log(good, folder / good.name):
+            changed.append(f"{folder.name}/{good.name}")
+    return changed
+
+
+def _extend_log(source: Path, target: Path) -> bool:
+    """Makes ``target`` (a trial's result log, only ever appended to) the longer of the two
+    copies; returns whether it changed.
+
+    ``target`` becomes ``source`` where it is missing or a beginning of it (Tune's copy
+    was cut short by the kill); a torn last line (a copy killed mid-write) is dropped first.
+    A ``target`` that holds more than ``source``, or other rows (written by a later
+    session), is kept: rows a trial reported are never taken away.
+    """
+    try:
+        text = source.read_bytes()
+    except FileNotFoundError:
+        return False
+    try:
+        kept = target.read_bytes()
+    except FileNotFoundError:
+        kept = b""
+    whole = kept[: kept.rfind(b"\n") + 1]
+    if len(text) > len(whole) and text.startswith(whole):
+        whole = text
+    if whole == kept and target.exists():
+        return False
+    tmp = target.with_name(f".{target.name}.restore.tmp")
+    tmp.write_bytes(whole)
+    os.replace(tmp, target)
+    return True
+
+
+def recover_trial_logs(run_dir: Path, trial_ids: Set[str]) -> list[str]:
+    """Takes the result logs of ``trial_ids`` from the staging folder of the driver that
+    died, where it is still on this machine (a driver killed on a head node that lives on).
+
+    A trial that ended after Tune's last snapshot has its results only there: Tune copies
+    them to the run folder with the next snapshot, which never came. Only trials that ended
+    (the study's final ones, which never run again) are taken: a trial Tune restores from
+    its snapshot reruns the epochs since, and its log stays as that snapshot knew it.
+
+    Returns:
+        ``<trial folder>/<log>`` of each log extended.
+    """
+    try:
+        staging = Path((run_dir / BACKUP_DIR / STAGING_FILE).read_text().strip())
+    except FileNotFoundError:
+        return []
+    if not staging.is_dir():
+        return []
+    changed = []
+    for trial_id in sorted(trial_ids):
+        folder = f"trial_{trial_id}"
+        for name in TRIAL_LOGS:
+            source = staging / folder / name
+            if not source.is_file():
+                continue
+            (run_dir / folder).mkdir(exist_ok=True)
+            if _extend_log(source, run_dir / folder / name):
+                changed.append(f"{folder}/{name}")
+    if changed:
+        logger.warning("Recovered %d trial result log(s) from %s", len(changed), staging)
     return changed
 
 

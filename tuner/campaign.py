@@ -42,6 +42,7 @@ from tuner._snapshot import (
     ORPHAN_DIR,
     KeepTrialLogs,
     SnapshotGuard,
+    recover_trial_logs,
     repair_snapshot,
     set_aside_orphans,
 )
@@ -542,6 +543,7 @@ def resume_campaign(
     """
     campaign_file = rundir.check_resumable(run_dir)
     spec = load_campaign(campaign_file)
+    final = _final_trial_ids(run_dir)
     repaired = repair_snapshot(run_dir)
     if repaired:
         state = [name for name in repaired if "/" not in name]
@@ -552,7 +554,14 @@ def resume_campaign(
             f"step: {what}",
             file=stream or sys.stdout,
         )
-    orphans = set_aside_orphans(run_dir, finished=_final_trial_ids(run_dir))
+    recovered = recover_trial_logs(run_dir, final)
+    if recovered:
+        print(
+            f"recovered {len(recovered)} result log(s) of trials that ended after Tune's last "
+            "snapshot from the stopped driver's staging folder",
+            file=stream or sys.stdout,
+        )
+    orphans = set_aside_orphans(run_dir, finished=final)
     if orphans:
         print(
             f"{len(orphans)} trial folder(s) of trials started after Tune's last snapshot "

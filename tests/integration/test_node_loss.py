@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from tuner import rundir
+from tuner._snapshot import BACKUP_DIR, STAGING_FILE
 from tuner.campaign import RayOptions, run_campaign
 from tuner.spec import parse_campaign
 from tuner.summary import open_study
@@ -47,8 +48,8 @@ CAMPAIGN: dict[str, Any] = {
     "resources": {"cpu": 1, "gpu": 0, "max_concurrent": 2},
     "checkpoint": {"every": 1, "keep": 2},
     "failure": {"max_retries": 3},
-    # ~0.3 s epochs: long enough to be killed mid-trial, short enough for CI.
-    "fixed": {"batch_size": 8, "hidden": 32, "layers": 2},
+    # ~0.15 s epochs here: long enough to be killed mid-trial, short enough for CI.
+    "fixed": {"batch_size": 4, "hidden": 32, "layers": 2},
 }
 
 
@@ -70,9 +71,18 @@ def _runs(rows: list[dict[str, Any]]) -> list[list[int]]:
 
 
 def _running_past_epoch_2(run_dir: Path) -> int:
-    """Trials with >= 2 epochs reported and not at their last epoch yet."""
+    """Trials with >= 2 epochs reported and not at their last epoch yet.
+
+    Read where the driver's loggers write each result as it arrives (the staging folder the
+    snapshot guard records): the run folder gets the logs with Tune's next snapshot, by
+    when a trial seen at epoch 3 there may have finished.
+    """
+    try:
+        logs = Path((run_dir / BACKUP_DIR / STAGING_FILE).read_text().strip())
+    except FileNotFoundError:
+        return 0
     busy = 0
-    for path in run_dir.glob("trial_*/result.json"):
+    for path in logs.glob("trial_*/result.json"):
         epochs = [r.get("epoch", 0) for r in _rows(path)]
         if epochs and 2 <= max(epochs) < MAX_EPOCHS:
             busy += 1

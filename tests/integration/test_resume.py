@@ -53,6 +53,21 @@ def _result_lines(run_dir: Path) -> dict[str, int]:
     }
 
 
+def _rerun_rows(run_dir: Path, name: str, killed_at: float) -> list[int]:
+    """Epochs the trial reported after ``killed_at`` (a rerun: it had finished by then)."""
+    path = run_dir / name / "result.json"
+    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [row["epoch"] for row in rows if row["tuner_epoch_end_unix_s"] > killed_at]
+
+
+def _logged_epochs(run_dir: Path, trial: Any) -> None:
+    """Every epoch the study holds for ``trial`` is in its result log: nothing was lost."""
+    path = run_dir / f"trial_{trial.user_attrs['tune_trial_id']}" / "result.json"
+    assert path.exists(), path
+    logged = {json.loads(line)["epoch"] for line in path.read_text().splitlines()}
+    assert set(trial.intermediate_values) <= logged, (path, sorted(logged))
+
+
 def _tuner(*args: str, cwd: Path) -> list[str]:
     return [sys.executable, "-m", "tuner.cli", *args]
 
@@ -92,6 +107,7 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
     finally:
         kill_session(driver.pid)  # the driver and everything it started
         driver.wait(timeout=30)
+        killed_at = time.time()
         log.close()
     assert driver.returncode == -signal.SIGKILL
 
@@ -120,11 +136,15 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
     assert not [t for t in study.trials if t.state is TrialState.RUNNING]
     assert {t.state for t in real} <= {TrialState.COMPLETE, TrialState.PRUNED}
 
-    # Finished trials were not rerun: their result files did not grow.
+    # Finished trials were not rerun: no result of theirs is newer than the kill. Their logs
+    # lost nothing (the resume may add rows that Tune's copy had not carried over yet).
     lines_after = _result_lines(run_dir)
     for trial_id in finished_before:
         name = f"trial_{trial_id}"
-        assert lines_after.get(name) == lines_before.get(name), name
+        assert _rerun_rows(run_dir, name, killed_at) == [], name
+        assert lines_after.get(name, 0) >= lines_before.get(name, 0), name
+    for t in real:
+        _logged_epochs(run_dir, t)
     # Rung records from before the crash are still there after the resume.
     after = json.loads((run_dir / rundir.SCHEDULER_STATE_FILE).read_text())
     for rung_before, rung_after in zip(before["rungs"], after["rungs"], strict=True):
@@ -170,7 +190,8 @@ def test_repeated_kills_at_random_moments(tmp_path: Path) -> None:
     first = ["run", str(campaign), "--runs-dir", str(tmp_path / "runs"), "--num-cpus", "2"]
     resume = ["resume", str(run_dir), "--num-cpus", "2"]
 
-    finished_lines: dict[str, int] = {}  # trial folder -> result lines when first finished
+    # trial folder -> (result lines, the kill's time) at the first kill after it finished
+    finished_lines: dict[str, tuple[int, float]] = {}
     orphans_seen = 0
     starts = 0
     deadline = time.monotonic() + 240
@@ -191,11 +212,12 @@ def test_repeated_kills_at_random_moments(tmp_path: Path) -> None:
             finally:
                 kill_session(driver.pid)
                 driver.wait(timeout=30)
+                killed_at = time.time()
         assert not finished_early, f"the campaign finished before kill {n + 1}"
         lines = _result_lines(run_dir)
         for trial_id in _finished_ids(run_dir):
             name = f"trial_{trial_id}"
-            finished_lines.setdefault(name, lines.get(name, 0))
+            finished_lines.setdefault(name, (lines.get(name, 0), killed_at))
         orphans_seen = len(list((run_dir / ".orphaned").glob("trial_*")))
 
     final = run_cli(resume, cwd=tmp_path, timeout=300)
@@ -220,10 +242,14 @@ def test_repeated_kills_at_random_moments(tmp_path: Path) -> None:
     # Every real trial has its folder; every folder left belongs to a real trial.
     folders = {p.name for p in run_dir.glob("trial_*")}
     assert folders == {f"trial_{t.user_attrs['tune_trial_id']}" for t in real}
-    # A trial finished before a kill was never rerun: its results did not grow.
+    # A trial finished before a kill was never rerun: no result newer than that kill; and
+    # its log lost nothing, nor did any other trial's.
     lines = _result_lines(run_dir)
-    for name, count in finished_lines.items():
-        assert lines[name] == count, name
+    for name, (count, killed_at) in finished_lines.items():
+        assert _rerun_rows(run_dir, name, killed_at) == [], name
+        assert lines.get(name, 0) >= count, name
+    for t in real:
+        _logged_epochs(run_dir, t)
     summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
     assert summary["trials_run"] == 32
     # The ledger: one session per driver start, in order, none overlapping the next.

@@ -10,9 +10,11 @@ from pathlib import Path
 from tuner._snapshot import (
     BACKUP_DIR,
     ORPHAN_DIR,
+    STAGING_FILE,
     SUPERSEDED_DIR,
     SnapshotGuard,
     current_slot,
+    recover_trial_logs,
     repair_snapshot,
     save_generation,
     set_aside_orphans,
@@ -143,6 +145,61 @@ def test_trial_logs_kept_with_their_snapshot_and_put_back_by_repair(tmp_path: Pa
     assert (run_dir / "trial_b/result.json").read_text().count("\n") == 3
     assert (run_dir / "trial_c/result.json").read_text() == '{"epoch": 1}\n'
     assert not [n for n in repair_snapshot(run_dir) if "/" in n]  # in step now
+
+
+def test_repair_never_takes_rows_away_from_a_trial_log(tmp_path: Path) -> None:
+    staging, run_dir = tmp_path / "staging", tmp_path / "run"
+    _snapshot(staging, 2)
+    rows = [json.dumps({"epoch": n}) + "\n" for n in (1, 2, 3)]
+    for trial in ("trial_a", "trial_b", "trial_c"):
+        (staging / trial).mkdir()
+        (staging / trial / "result.json").write_text("".join(rows[:2]))
+    save_generation(staging, run_dir)
+    for trial in ("trial_a", "trial_b", "trial_c"):
+        (run_dir / trial).mkdir(parents=True)
+    # a: Tune's copy came after the snapshot and holds a row more (the run folder is ahead);
+    # b: a copy killed mid-write, a torn row after the first; c: a later session's rows.
+    (run_dir / "trial_a/result.json").write_text("".join(rows))
+    (run_dir / "trial_b/result.json").write_text(rows[0] + rows[1][:5])
+    (run_dir / "trial_c/result.json").write_text(rows[0] + rows[2])
+    assert [n for n in repair_snapshot(run_dir) if "/" in n] == ["trial_b/result.json"]
+    assert (run_dir / "trial_a/result.json").read_text() == "".join(rows)
+    assert (run_dir / "trial_b/result.json").read_text() == "".join(rows[:2])
+    assert (run_dir / "trial_c/result.json").read_text() == rows[0] + rows[2]
+
+
+def test_logs_of_trials_that_ended_after_the_snapshot_come_from_the_dead_driver_staging(
+    tmp_path: Path,
+) -> None:
+    staging, run_dir = tmp_path / "staging", tmp_path / "run"
+    run_dir.mkdir()
+    assert recover_trial_logs(run_dir, {"a"}) == []  # no staging folder recorded: nothing
+    guard = SnapshotGuard(str(run_dir), check_every_s=0.0)
+    guard.on_step_begin(iteration=1, trials=[_Trial(staging)])
+    assert (run_dir / BACKUP_DIR / STAGING_FILE).read_text() == str(staging)
+    # Trial a ended after the last snapshot (the run folder has its checkpoint, no log);
+    # b is still running (Tune restores it from the snapshot: its log is left alone); c
+    # ended and has no folder in the run folder yet.
+    for trial in ("trial_a", "trial_b", "trial_c"):
+        (staging / trial).mkdir(parents=True)
+        (staging / trial / "result.json").write_text('{"epoch": 1}\n{"epoch": 2}\n')
+    (staging / "trial_a" / "progress.csv").write_text("epoch\n1\n2\n")
+    (run_dir / "trial_a" / "checkpoint_000001").mkdir(parents=True)
+    (run_dir / "trial_b").mkdir()
+    (run_dir / "trial_b" / "result.json").write_text('{"epoch": 1}\n')
+    assert recover_trial_logs(run_dir, {"a", "c"}) == [
+        "trial_a/result.json",
+        "trial_a/progress.csv",
+        "trial_c/result.json",
+    ]
+    assert (run_dir / "trial_a/result.json").read_text().count("\n") == 2
+    assert (run_dir / "trial_c/result.json").read_text().count("\n") == 2
+    assert (run_dir / "trial_b/result.json").read_text() == '{"epoch": 1}\n'
+    assert recover_trial_logs(run_dir, {"a", "c"}) == []  # in step now
+    # The machine was replaced (or rebooted): the staging folder is gone, nothing to take.
+    (run_dir / "trial_a/result.json").unlink()
+    staging.rename(tmp_path / "elsewhere")
+    assert recover_trial_logs(run_dir, {"a"}) == []
 
 
 def test_guard_copies_the_snapshot_while_tune_takes_it(tmp_path: Path) -> None:
