@@ -193,3 +193,15 @@ def test_reports_are_read_from_trial_folders_not_kept_copies(tmp_path: Path) -> 
         ((1.0, 0.0), 0.4),
         ((2.0, 0.0), 0.5),
     ]
+
+
+def test_charlm_at_the_common_budget_gives_random_search_twelve_trials() -> None:
+    # charlm's own budget (54 epochs) is 6 random trials, as many as TPE's start-up trials;
+    # charlm_108 is the same campaign with the other built-in tasks' budget.
+    every = tuning_efficiency.tasks()
+    short, common = every["charlm"], every["charlm_108"]
+    assert common.campaign == short.campaign
+    max_epochs = common.campaign["budget"]["max_epochs"]
+    assert short.budget_epochs // max_epochs == common.campaign["sampler"]["startup_trials"]
+    assert common.budget_epochs == every["digits"].budget_epochs == 12 * max_epochs
+    assert common.asha_trials == every["digits"].asha_trials
