@@ -1,6 +1,6 @@
 """Tuning efficiency: best validation score per trial-epoch, ours against three baselines.
 
-Same task, same search space, same compute budget in trial-epochs, ten seeds, four
+Same task, same search space, same compute budget in trial-epochs, several seeds, four
 contenders, all with two trials at a time on one local Ray except Optuna alone
 (sequential, in this process):
 
@@ -29,7 +29,9 @@ Figures, per task: the anytime curve (best validation score reported so far, any
 any trial, against trial-epochs consumed in the order the epochs ended, by the
 trainables' own stamps), its value at 1/4, 1/2 and all of the budget, and the epochs each
 contender needs to reach random search's final best score of the same seed (its share of
-the budget; the bar is <= 1/3 for ours, median over seeds). "Worse beyond noise" at a
+the budget; the bar is <= 1/3 for ours, median over seeds, printed with a 95 % bootstrap
+interval over seeds: with 10 seeds two halves of 20 gave ours 0.43 and 0.28 on digits by
+val_loss, so a median alone says little). "Worse beyond noise" at a
 budget point: the mean paired margin of ours over stock (same seed; ours - stock for a
 score, stock - ours for a loss) is below zero by more than two standard errors of those
 margins. The table and a plot (``--out``, default ``bench/out/tuning_efficiency``) are
@@ -45,6 +47,7 @@ import argparse
 import json
 import math
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -295,6 +298,22 @@ def epochs_to(curve: list[float], target: float, maximize: bool) -> int | None:
     return None
 
 
+def median_interval(
+    values: list[float], level: float = 0.95, rounds: int = 4000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the median over seeds (seeds resampled with
+    replacement; a fixed generator, so the same runs give the same interval). Infinite
+    values (a seed that never reached the target) take part like any other."""
+    if not values:
+        return (math.nan, math.nan)
+    rng = random.Random(seed)
+    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(rounds))
+    tail = (1 - level) / 2
+    low = medians[int(tail * (rounds - 1))]
+    high = medians[math.ceil((1 - tail) * (rounds - 1))]
+    return (low, high)
+
+
 CONTENDERS: dict[str, Callable[[Task, int], list[float]]] = {
     "ours": lambda t, s: run_tuner(t, s, sampler="tpe", scheduler="asha", trials=t.asha_trials),
     "random+fifo": lambda t, s: run_tuner(
@@ -440,6 +459,8 @@ def _figures(
             "median_share_to_random_best": (
                 statistics.median(reached) / budget if reached else None
             ),
+            # How far the median could move with other seeds: the bar is judged on it.
+            "median_share_interval": [x / budget for x in median_interval(reached)],
         }
     if "ours" in curves and "stock" in curves:
         sign = 1.0 if maximize else -1.0
@@ -496,8 +517,13 @@ def markdown_table(results: dict[str, Any], all_tasks: dict[str, Task]) -> str:
             if n not in contenders:
                 shares.append("not run")
             else:
-                shares.append("never" if share is None or math.isinf(share) else f"{share:.2f}")
-        lines.append("| | epochs to random's best, median share | " + " | ".join(shares) + " |")
+                low, high = contenders[n].get("median_share_interval", (math.nan, math.nan))
+                shares.append(f"{_share(share)} [{_share(low)}, {_share(high)}]")
+        lines.append(
+            "| | epochs to random's best, median share [95 % interval] | "
+            + " | ".join(shares)
+            + " |"
+        )
         margins = fig.get("ours_vs_stock")
         if margins:
             text = ", ".join(
@@ -507,6 +533,12 @@ def markdown_table(results: dict[str, Any], all_tasks: dict[str, Task]) -> str:
             )
             lines.append(f"| | ours' margin over stock | {text} |" + " |" * (len(names) - 1))
     return "\n".join(lines) + "\n"
+
+
+def _share(share: float | None) -> str:
+    if share is None or math.isinf(share):
+        return "never"
+    return "-" if math.isnan(share) else f"{share:.2f}"
 
 
 def _print_table(task: Task, fig: dict[str, Any]) -> None:
@@ -523,8 +555,9 @@ def _print_table(task: Task, fig: dict[str, Any]) -> None:
         cells = " ".join(f"{statistics.median(c['at'][p]):10.5g}" for p in points)
         share = c["median_share_to_random_best"]
         reached = ", ".join("-" if e is None else str(e) for e in c["epochs_to_random_best"])
-        share_s = "never" if share is None or math.isinf(share) else f"{share:.2f}"
-        print(f"  {name:12s} {cells}  {share_s:>8s} ({reached})")
+        low, high = c.get("median_share_interval", (math.nan, math.nan))
+        share_s = f"{_share(share)} [{_share(low)}, {_share(high)}]"
+        print(f"  {name:12s} {cells}  {share_s:>18s} ({reached})")
     for p, n in fig.get("ours_vs_stock", {}).items():
         print(
             f"  ours better than stock by @{p}: {n['mean_diff']:+.4g} (se {n['se']:.2g})"

@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 import random
+import statistics
 import sys
 from pathlib import Path
 
@@ -54,6 +55,23 @@ def test_figures_never_reached_is_infinite_share() -> None:
     fig = _figures(_task(2), curves, {"random+fifo": [2], "ours": [2]}, maximize=True)
     assert fig["contenders"]["ours"]["epochs_to_random_best"] == [None]
     assert math.isinf(fig["contenders"]["ours"]["median_share_to_random_best"])
+
+
+def test_median_interval_brackets_the_median_and_narrows_with_more_seeds() -> None:
+    from bench.tuning_efficiency import median_interval
+
+    assert median_interval([0.3] * 5) == (0.3, 0.3)
+    rng = random.Random(7)
+    few = [rng.uniform(0.0, 1.0) for _ in range(10)]
+    many = few * 8  # the same spread, 8 times the seeds
+    low, high = median_interval(few)
+    assert min(few) <= low < statistics.median(few) < high <= max(few)
+    low_many, high_many = median_interval(many)
+    assert high_many - low_many < high - low
+    assert median_interval(few) == (low, high)  # a fixed generator: the same runs, the same
+    # A seed that never reached the target counts as infinitely late.
+    assert median_interval([1.0, math.inf, math.inf]) == (1.0, math.inf)
+    assert all(math.isnan(x) for x in median_interval([]))
 
 
 def test_hpolib_value_is_the_mean_of_the_packaged_seeds() -> None:
@@ -119,7 +137,9 @@ def test_recorded_runs_give_the_table_again(
     table = (tmp_path / "out" / "table.md").read_text().splitlines()
     assert table[0] == "| task | figure | ours | random+fifo |"
     # Median of 2 and 1 epochs over a budget of 108; random reaches its own best at 4, 3.
-    assert "| | epochs to random's best, median share | 0.01 | 0.03 |" in table
+    # The interval: medians of seeds resampled, from both at 1 epoch to both at 2 (ours).
+    share = "| | epochs to random's best, median share [95 % interval] |"
+    assert f"{share} 0.01 [0.01, 0.02] | 0.03 [0.03, 0.04] |" in table
 
 
 def test_continue_runs_only_what_runs_jsonl_lacks(
@@ -175,9 +195,10 @@ def test_markdown_table_says_not_run_for_a_contender_a_task_lacks() -> None:
     lines = table.splitlines()
     assert lines[0] == "| task | figure | random+fifo | ours |"
     shares = [line for line in lines if "median share" in line]
+    share = "| | epochs to random's best, median share [95 % interval] |"
     assert shares == [
-        "| | epochs to random's best, median share | 1.00 | 0.50 |",
-        "| | epochs to random's best, median share | 1.00 | not run |",
+        f"{share} 1.00 [1.00, 1.00] | 0.50 [0.50, 0.50] |",
+        f"{share} 1.00 [1.00, 1.00] | not run |",
     ]
 
 
