@@ -513,12 +513,10 @@ def markdown_table(results: dict[str, Any], all_tasks: dict[str, Task]) -> str:
         )
         shares = []
         for n in names:
-            share = contenders[n]["median_share_to_random_best"] if n in contenders else None
             if n not in contenders:
                 shares.append("not run")
             else:
-                low, high = contenders[n].get("median_share_interval", (math.nan, math.nan))
-                shares.append(f"{_share(share)} [{_share(low)}, {_share(high)}]")
+                shares.append(_share_cell(contenders[n]))
         lines.append(
             "| | epochs to random's best, median share [95 % interval] | "
             + " | ".join(shares)
@@ -541,6 +539,12 @@ def _share(share: float | None) -> str:
     return "-" if math.isnan(share) else f"{share:.2f}"
 
 
+def _share_cell(contender: dict[str, Any]) -> str:
+    """A contender's median share to random's best with its interval: "0.28 [0.23, 0.47]"."""
+    low, high = contender["median_share_interval"]
+    return f"{_share(contender['median_share_to_random_best'])} [{_share(low)}, {_share(high)}]"
+
+
 def _print_table(task: Task, fig: dict[str, Any]) -> None:
     budget = fig["budget_epochs"]
     first = next(iter(fig["contenders"].values()))
@@ -553,10 +557,8 @@ def _print_table(task: Task, fig: dict[str, Any]) -> None:
     print(f"  {'contender':12s} {head}  {'to random best (median share)':>30s}")
     for name, c in fig["contenders"].items():
         cells = " ".join(f"{statistics.median(c['at'][p]):10.5g}" for p in points)
-        share = c["median_share_to_random_best"]
         reached = ", ".join("-" if e is None else str(e) for e in c["epochs_to_random_best"])
-        low, high = c.get("median_share_interval", (math.nan, math.nan))
-        share_s = f"{_share(share)} [{_share(low)}, {_share(high)}]"
+        share_s = _share_cell(c)
         print(f"  {name:12s} {cells}  {share_s:>18s} ({reached})")
     for p, n in fig.get("ours_vs_stock", {}).items():
         print(
