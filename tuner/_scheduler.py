@@ -256,8 +256,9 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
             if len(others) < self._min_peers and not force:
                 continue
             del self._waiting[trial_id]
-            cutoff = np.nanpercentile(others, (1 - 1 / self._reduction_factor) * 100)
-            if not others or recorded[trial_id] >= cutoff:
+            if not others or recorded[trial_id] >= np.nanpercentile(
+                others, (1 - 1 / self._reduction_factor) * 100
+            ):
                 self._promoted.append(trial_id)
                 continue
             self._num_stopped += 1

@@ -168,6 +168,19 @@ def test_waiting_trials_are_judged_with_what_there_is_when_nothing_else_runs() -
     assert ctl.stopped == ["t0"]
 
 
+@pytest.mark.filterwarnings("error")
+def test_a_lone_waiting_trial_continues_without_a_numpy_warning() -> None:
+    # Nothing to compare it with: it goes on, and no cutoff is taken over an empty rung
+    # (numpy's "Mean of empty slice" warning, seen in campaign logs before).
+    sched = _waiting_asha(None, key="stop:lone:0")
+    (t0,) = trials = [_trial("t0")]
+    ctl: Any = _Controller(trials)
+    sched.on_trial_add(ctl, t0)
+    assert _report(sched, ctl, t0, 1, 0.6) == TrialScheduler.PAUSE
+    assert sched.choose_trial_to_run(ctl) is t0
+    assert ctl.stopped == []
+
+
 class _SpentGuard:
     """Stand-in for the budget guard registered under the campaign key: spent."""
 
