@@ -60,13 +60,18 @@ def test_autoscaled_campaign_then_a_budget_that_runs_out(tmp_path: Path) -> None
         assert len(gpu_nodes) == 2, "the autoscaler did not add GPU nodes up to the cap"
         assert {n["rate_source"] for n in gpu_nodes} == {"label tuner.io/usd-per-hour"}
         assert {n["usd_per_hour"] for n in gpu_nodes} == {RATE}
-        # Node lifetimes: Ray registers a node ~1-2 s after its raylet starts (what /proc
-        # sees), so the ledger starts a node at most a few seconds late and never early.
+        # Node lifetimes: Ray's GCS stamps a node's start when its raylet registers, ~1-2 s
+        # after the raylet process starts (what /proc sees), so the ledger starts a node a
+        # few seconds late and never early. The lag is the raylet's start-up and grows
+        # under CPU contention: 1.8-2.1 s beside a training bench on 2 cores, 3.03 s in
+        # one full-suite run beside it; 5 s bounds it with room.
         truth = cluster.lifetimes()
         session_start = ledger["sessions"][0][0]
-        for node in gpu_nodes:
-            proc_start, _ = truth[node["node_id"]]
-            assert -0.5 <= node["start"] - max(proc_start, session_start) <= 3.0
+        late = {
+            n["node_id"]: round(n["start"] - max(truth[n["node_id"]][0], session_start), 2)
+            for n in gpu_nodes
+        }
+        assert all(-0.5 <= s <= 5.0 for s in late.values()), f"ledger start - raylet start: {late}"
         usd = ledger["totals"]["usd"]
         node_s = sum(
             (n["end"] or n["last_seen"]) - n["start"] for n in ledger["nodes"] if n["gpus"] > 0
