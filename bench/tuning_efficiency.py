@@ -504,6 +504,7 @@ def markdown_table(results: dict[str, Any], all_tasks: dict[str, Task]) -> str:
         contenders = fig["contenders"]
         cells = [
             " / ".join(f"{statistics.median(contenders[n]['at'][p]):.4g}" for p in points)
+            + _fewer_seeds(contenders[n], seeds)
             if n in contenders
             else "not run"
             for n in names
@@ -516,7 +517,7 @@ def markdown_table(results: dict[str, Any], all_tasks: dict[str, Task]) -> str:
             if n not in contenders:
                 shares.append("not run")
             else:
-                shares.append(_share_cell(contenders[n]))
+                shares.append(_share_cell(contenders[n]) + _fewer_seeds(contenders[n], seeds))
         lines.append(
             "| | epochs to random's best, median share [95 % interval] | "
             + " | ".join(shares)
@@ -537,6 +538,13 @@ def _share(share: float | None) -> str:
     if share is None or math.isinf(share):
         return "never"
     return "-" if math.isnan(share) else f"{share:.2f}"
+
+
+def _fewer_seeds(contender: dict[str, Any], seeds: int) -> str:
+    """ " (5 seeds)" after a contender's cells when it ran fewer seeds than the task's row
+    says (a slow one run on the first seeds only); its medians are over those seeds."""
+    n = len(contender["curves"])
+    return f" ({n} seeds)" if n != seeds else ""
 
 
 def _share_cell(contender: dict[str, Any]) -> str:

@@ -202,6 +202,21 @@ def test_markdown_table_says_not_run_for_a_contender_a_task_lacks() -> None:
     ]
 
 
+def test_markdown_table_names_the_seed_count_of_a_contender_run_on_fewer_seeds() -> None:
+    curves = {
+        "random+fifo": [[0.5, 0.9], [0.6, 0.8]],
+        "ours": [[0.95, 0.95], [0.7, 0.85]],
+        "optuna": [[0.9, 0.9]],
+    }
+    results = {"digits": _figures(_task(2), curves, {n: [2] for n in curves}, maximize=True)}
+    table = tuning_efficiency.markdown_table(results, {"digits": _task(2)})
+    best, share = (line for line in table.splitlines() if "median" in line)
+    assert "2 epochs, 2 seeds)" in best
+    # Only optuna's cells name a count: the others ran the row's 2 seeds.
+    assert best.endswith(" | 0.9 / 0.9 / 0.9 (1 seeds) |") and best.count("seeds)") == 2
+    assert share.endswith("| 1.00 [1.00, 1.00] | 0.75 [0.50, 1.00] | 0.50 [0.50, 0.50] (1 seeds) |")
+
+
 def test_reports_are_read_from_trial_folders_not_kept_copies(tmp_path: Path) -> None:
     lines = "".join(
         json.dumps({"val_acc": v, "tuner_epoch_end_unix_s": t}) + "\n"
