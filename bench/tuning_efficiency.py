@@ -541,8 +541,8 @@ def _share(share: float | None) -> str:
 
 
 def _fewer_seeds(contender: dict[str, Any], seeds: int) -> str:
-    """ " (5 seeds)" after a contender's cells when it ran fewer seeds than the task's row
-    says (a slow one run on the first seeds only); its medians are over those seeds."""
+    """The suffix for a contender's cells, such as " (5 seeds)", when it ran fewer seeds than
+    the task's row says (a slow one run on the first seeds only); empty otherwise."""
     n = len(contender["curves"])
     return f" ({n} seeds)" if n != seeds else ""
 
