@@ -332,6 +332,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", default="digits,digits_loss,tabular,hpolib")
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="run seeds FIRST_SEED..SEEDS-1 only: splits a long call over processes (give "
+        "each its own --out, then concatenate their runs.jsonl and redraw with --from-runs)",
+    )
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
     parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "tuning_efficiency"))
     parser.add_argument(
@@ -355,9 +362,8 @@ def main() -> int:
     if args.from_runs:
         runs = _read_runs(Path(args.from_runs))
     else:
-        runs = _run_all(
-            all_tasks, task_names, names, args.seeds, out / "runs.jsonl", keep=args.resume
-        )
+        seeds = range(args.first_seed, args.seeds)
+        runs = _run_all(all_tasks, task_names, names, seeds, out / "runs.jsonl", keep=args.resume)
     results: dict[str, Any] = {}
     for task_name in task_names:
         task = all_tasks[task_name]
@@ -389,7 +395,7 @@ def _run_all(
     all_tasks: dict[str, Task],
     task_names: list[str],
     names: list[str],
-    seeds: int,
+    seeds: range,
     log: Path,
     *,
     keep: bool = False,
@@ -409,7 +415,7 @@ def _run_all(
         for task_name in task_names:
             task = all_tasks[task_name]
             maximize = task.campaign["mode"] == "max"
-            for seed in range(seeds):
+            for seed in seeds:
                 for name in names:
                     if seed in runs.get((task_name, name), {}):
                         continue

@@ -183,6 +183,36 @@ def test_continue_runs_only_what_runs_jsonl_lacks(
     assert results["digits"]["contenders"]["ours"]["epochs_to_random_best"] == [1, 1]
 
 
+def test_first_seed_runs_only_the_later_seeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --first-seed 2 --seeds 4 runs seeds 2 and 3 only (a long call split over processes);
+    # stand-in contenders again: this checks which seeds run and are recorded.
+    import ray
+
+    calls: list[tuple[str, int]] = []
+
+    def contender(name: str) -> object:
+        def run(task: Task, seed: int) -> list[float]:
+            calls.append((name, seed))
+            return [0.9]
+
+        return run
+
+    monkeypatch.setattr(
+        tuning_efficiency,
+        "CONTENDERS",
+        {"ours": contender("ours"), "random+fifo": contender("random+fifo")},
+    )
+    monkeypatch.setattr(ray, "init", lambda **kwargs: None)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    out = tmp_path / "out"
+    assert _main(monkeypatch, "--seeds", "4", "--first-seed", "2", "--out", str(out)) == 0
+    assert calls == [("ours", 2), ("random+fifo", 2), ("ours", 3), ("random+fifo", 3)]
+    rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    assert sorted((r["contender"], r["seed"]) for r in rows) == sorted(calls)
+
+
 def test_markdown_table_says_not_run_for_a_contender_a_task_lacks() -> None:
     both = {"random+fifo": [[0.5, 0.9]], "ours": [[0.95, 0.95]]}
     only_random = {"random+fifo": [[0.4, 0.8]]}
