@@ -388,11 +388,11 @@ def _build_tuner(
         storage_path=_storage_root(run_dir, storage),
         # Stops trials at max_epochs, and all of them when the budget is exhausted.
         stop=GuardLink(stop_key, spec.budget.max_epochs, EPOCH_ATTR),
-        checkpoint_config=tune.CheckpointConfig(
-            num_to_keep=spec.checkpoint.keep,
-            checkpoint_score_attribute=spec.metric,
-            checkpoint_score_order=mode,
-        ),
+        # The newest `keep`, not the best scoring: Tune syncs its experiment snapshot every
+        # `keep` checkpoints of a trial so that the checkpoint the snapshot names is still on
+        # disk, which holds only when checkpoints are dropped oldest first. Ranked by score,
+        # the one named could be deleted an epoch later and a resume failed the trial.
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=spec.checkpoint.keep),
         failure_config=tune.FailureConfig(max_failures=spec.failure.max_retries),
         callbacks=[
             ProgressCallback(

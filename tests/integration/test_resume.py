@@ -134,7 +134,12 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
     assert len(real) == 10, [(t.number, t.state, t.user_attrs) for t in study.trials]
     assert len(set(tune_ids)) == len(tune_ids), "an Optuna trial per Tune trial, no duplicates"
     assert not [t for t in study.trials if t.state is TrialState.RUNNING]
-    assert {t.state for t in real} <= {TrialState.COMPLETE, TrialState.PRUNED}
+    failed = [
+        (t.number, t.state.name, t.user_attrs, t.intermediate_values)
+        for t in real
+        if t.state not in (TrialState.COMPLETE, TrialState.PRUNED)
+    ]
+    assert not failed, (failed, resumed.stdout[-4000:], resumed.stderr[-4000:])
 
     # Finished trials were not rerun: no result of theirs is newer than the kill. Their logs
     # lost nothing (the resume may add rows that Tune's copy had not carried over yet).
