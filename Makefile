@@ -37,7 +37,7 @@ unit: setup  ## fast tests only (no Ray)
 test: lint typecheck  ## lint, type-check and run every test (Ray ones included)
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-bench: setup  ## the benchmarks behind the README's Performance section (~8 h on 2 cores)
+bench: setup  ## the benchmarks behind the README's Performance section (~10 h on 2 cores)
 	$(BIN)/python bench/overhead.py --epoch-s 0,1 --rounds 3
 	$(BIN)/python bench/overhead.py --epoch-s 10 --trials 16
 	$(BIN)/python bench/tuning_efficiency.py --tasks digits,digits_loss,tabular --seeds 20
@@ -45,7 +45,7 @@ bench: setup  ## the benchmarks behind the README's Performance section (~8 h on
 	$(BIN)/python bench/tuning_efficiency.py --tasks charlm --seeds 5 \
 		--contenders ours,random+fifo,stock --out bench/out/tuning_efficiency_charlm
 	$(BIN)/python bench/tuning_efficiency.py --tasks charlm_108 --seeds 20 \
-		--contenders ours,random+fifo,stock --out bench/out/tuning_efficiency_charlm_108
+		--out bench/out/tuning_efficiency_charlm_108
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

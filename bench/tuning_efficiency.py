@@ -225,8 +225,12 @@ def run_stock(task: Task, seed: int, *, trials: int) -> list[float]:
         return [v for _, v in _reports_from(Path(tmp), spec.metric)]
 
 
-def run_optuna(task: Task, seed: int, *, trials: int) -> list[float]:
-    """Optuna alone: TPE + SuccessiveHalvingPruner, the trainable run in-process."""
+def run_optuna(task: Task, seed: int, *, trials: int, budget: int | None = None) -> list[float]:
+    """Optuna alone: TPE + SuccessiveHalvingPruner, the trainable run in-process.
+
+    With ``budget``, the study stops once that many epochs are reported (sequential, so
+    the epochs past it would only be cut from the anytime curve; the first ``budget``
+    values are the same either way)."""
     import optuna
 
     from trainables._session import LocalSession
@@ -251,6 +255,8 @@ def run_optuna(task: Task, seed: int, *, trials: int) -> list[float]:
             self.trial.report(value, int(metrics["epoch"]))
 
         def stop_requested(self, key: str | None) -> str | None:
+            if budget is not None and len(reports) >= budget:
+                return "budget spent"
             if self.trial.should_prune():
                 self.pruned = True
                 return "pruned"
@@ -261,6 +267,8 @@ def run_optuna(task: Task, seed: int, *, trials: int) -> list[float]:
         with tempfile.TemporaryDirectory(prefix="tuneff-") as root:
             session = PruningSession(trial, root)
             fn(config, session)
+            if budget is not None and len(reports) >= budget:
+                trial.study.stop()  # after this trial, which has just been cut short
             if session.pruned:
                 raise optuna.TrialPruned()
             return float(session.metrics[-1][spec.metric])
@@ -324,7 +332,7 @@ CONTENDERS: dict[str, Callable[[Task, int], list[float]]] = {
         trials=math.ceil(t.budget_epochs / t.campaign["budget"]["max_epochs"]),
     ),
     "stock": lambda t, s: run_stock(t, s, trials=t.asha_trials),
-    "optuna": lambda t, s: run_optuna(t, s, trials=t.asha_trials),
+    "optuna": lambda t, s: run_optuna(t, s, trials=t.asha_trials, budget=t.budget_epochs),
 }
 
 

@@ -271,3 +271,14 @@ def test_charlm_at_the_common_budget_gives_random_search_twelve_trials() -> None
     assert short.budget_epochs // max_epochs == common.campaign["sampler"]["startup_trials"]
     assert common.budget_epochs == every["digits"].budget_epochs == 12 * max_epochs
     assert common.asha_trials == every["digits"].asha_trials
+
+
+def test_optuna_alone_stops_at_the_budget_with_the_same_first_epochs() -> None:
+    # Optuna alone runs trials one after another, so the epochs past the budget only get
+    # cut from its anytime curve: a budget must end the study there and change nothing
+    # before it (the same sampler seed proposes the same trials). HPOLib: one epoch a trial.
+    task = tuning_efficiency.tasks()["hpolib"]
+    free = tuning_efficiency.run_optuna(task, 0, trials=24)
+    capped = tuning_efficiency.run_optuna(task, 0, trials=24, budget=10)
+    assert len(free) == 24
+    assert capped == free[:10]
