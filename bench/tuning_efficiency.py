@@ -13,7 +13,8 @@ contenders, all with two trials at a time on one local Ray except Optuna alone
 - ``stock``: Ray Tune's own ``OptunaSearch`` (TPESampler(seed) as a user would write it)
   with Ray's ``ASHAScheduler``, the same rungs, the same trainable;
 - ``optuna``: Optuna alone, ``study.optimize`` with TPESampler(seed) and its
-  ``SuccessiveHalvingPruner`` (min resource 1, reduction factor as the campaign's).
+  ``SuccessiveHalvingPruner`` (min resource 1, reduction factor as the campaign's), until
+  the budget's epochs are spent.
 
 Tasks: the built-in campaigns as shipped, ``digits`` (search_spaces/default.yaml, val_acc)
 and ``tabular`` (search_spaces/tabular_mlp.yaml, val_loss); ``digits_loss``, the digits
