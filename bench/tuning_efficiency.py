@@ -243,6 +243,9 @@ def run_optuna(task: Task, seed: int, *, trials: int, budget: int | None = None)
     fn = resolve_trainable(spec.trainable)
     reports: list[float] = []
 
+    def spent() -> bool:
+        return budget is not None and len(reports) >= budget
+
     class PruningSession(LocalSession):
         def __init__(self, trial: optuna.Trial, root: str) -> None:
             super().__init__(root, cpus=1)
@@ -256,7 +259,7 @@ def run_optuna(task: Task, seed: int, *, trials: int, budget: int | None = None)
             self.trial.report(value, int(metrics["epoch"]))
 
         def stop_requested(self, key: str | None) -> str | None:
-            if budget is not None and len(reports) >= budget:
+            if spent():
                 return "budget spent"
             if self.trial.should_prune():
                 self.pruned = True
@@ -268,7 +271,7 @@ def run_optuna(task: Task, seed: int, *, trials: int, budget: int | None = None)
         with tempfile.TemporaryDirectory(prefix="tuneff-") as root:
             session = PruningSession(trial, root)
             fn(config, session)
-            if budget is not None and len(reports) >= budget:
+            if spent():
                 trial.study.stop()  # after this trial, which has just been cut short
             if session.pruned:
                 raise optuna.TrialPruned()

@@ -115,6 +115,31 @@ def _main(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
     return tuning_efficiency.main()
 
 
+def _stand_in_contenders(monkeypatch: pytest.MonkeyPatch, value: float) -> list[tuple[str, int]]:
+    """Replaces the two contenders of :func:`_main` by stand-ins that report ``value`` once
+    (the bookkeeping is checked, not the tuning) and keeps Ray from starting; returns the
+    (contender, seed) calls as they happen."""
+    import ray
+
+    calls: list[tuple[str, int]] = []
+
+    def contender(name: str) -> object:
+        def run(task: Task, seed: int) -> list[float]:
+            calls.append((name, seed))
+            return [value]
+
+        return run
+
+    monkeypatch.setattr(
+        tuning_efficiency,
+        "CONTENDERS",
+        {"ours": contender("ours"), "random+fifo": contender("random+fifo")},
+    )
+    monkeypatch.setattr(ray, "init", lambda **kwargs: None)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    return calls
+
+
 def test_recorded_runs_give_the_table_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -148,8 +173,6 @@ def test_continue_runs_only_what_runs_jsonl_lacks(
     # An interrupted call left seed 0 of both contenders and seed 1 of one; --continue runs
     # the one missing and keeps the rest as recorded. The contenders are stand-ins (this
     # checks the bookkeeping, not the tuning), so Ray is not started either.
-    import ray
-
     out = tmp_path / "out"
     out.mkdir()
     recorded = [
@@ -158,22 +181,7 @@ def test_continue_runs_only_what_runs_jsonl_lacks(
         ("random+fifo", 1, [0.6, 0.8]),
     ]
     _write_runs(out / "runs.jsonl", recorded)
-    calls: list[tuple[str, int]] = []
-
-    def contender(name: str) -> object:
-        def run(task: Task, seed: int) -> list[float]:
-            calls.append((name, seed))
-            return [0.85]
-
-        return run
-
-    monkeypatch.setattr(
-        tuning_efficiency,
-        "CONTENDERS",
-        {"ours": contender("ours"), "random+fifo": contender("random+fifo")},
-    )
-    monkeypatch.setattr(ray, "init", lambda **kwargs: None)
-    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    calls = _stand_in_contenders(monkeypatch, 0.85)
     assert _main(monkeypatch, "--seeds", "2", "--out", str(out), "--continue") == 0
     assert calls == [("ours", 1)]
     rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
@@ -188,24 +196,7 @@ def test_first_seed_runs_only_the_later_seeds(
 ) -> None:
     # --first-seed 2 --seeds 4 runs seeds 2 and 3 only (a long call split over processes);
     # stand-in contenders again: this checks which seeds run and are recorded.
-    import ray
-
-    calls: list[tuple[str, int]] = []
-
-    def contender(name: str) -> object:
-        def run(task: Task, seed: int) -> list[float]:
-            calls.append((name, seed))
-            return [0.9]
-
-        return run
-
-    monkeypatch.setattr(
-        tuning_efficiency,
-        "CONTENDERS",
-        {"ours": contender("ours"), "random+fifo": contender("random+fifo")},
-    )
-    monkeypatch.setattr(ray, "init", lambda **kwargs: None)
-    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    calls = _stand_in_contenders(monkeypatch, 0.9)
     out = tmp_path / "out"
     assert _main(monkeypatch, "--seeds", "4", "--first-seed", "2", "--out", str(out)) == 0
     assert calls == [("ours", 2), ("random+fifo", 2), ("ours", 3), ("random+fifo", 3)]
