@@ -68,6 +68,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 
 import yaml  # noqa: E402
 
+from tuner.contract import EPOCH_END_KEY  # noqa: E402
+
 
 @dataclass(frozen=True)
 class Task:
@@ -150,7 +152,7 @@ def _reports_from(folder: Path, metric: str) -> list[tuple[tuple[float, float], 
             if isinstance(value, int | float) and math.isfinite(value):
                 # The loop's own end-of-epoch stamp; Tune's "timestamp" is whole seconds, and
                 # several short epochs of two trials fall in one second.
-                stamp = result.get("tuner_epoch_end_unix_s")
+                stamp = result.get(EPOCH_END_KEY)
                 order = (
                     (float(stamp), 0.0)
                     if stamp is not None

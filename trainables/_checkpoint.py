@@ -35,6 +35,8 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from tuner.contract import CHECKPOINT_FILE, MANIFEST_FILE
+
 __all__ = [
     "CHECKPOINT_FILE",
     "MANIFEST_FILE",
@@ -51,8 +53,6 @@ __all__ = [
     "write",
 ]
 
-CHECKPOINT_FILE = "state.pt"
-MANIFEST_FILE = "manifest.json"
 _MANIFEST_FORMAT = 1
 _BLOCK = 1 << 20  # hashing reads 1 MiB at a time, so a GB-sized state needs no GB of memory
 _CHECKPOINT_NAME = re.compile(r"checkpoint_(\d+)")

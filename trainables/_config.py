@@ -12,6 +12,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tuner.contract import (
+    CHECKPOINT_EVERY_KEY,
+    CONFIG_KEYS,
+    DEVICE_KEY,
+    MAX_EPOCHS_KEY,
+    RESERVED_PREFIX,
+    SEED_KEY,
+    STOP_KEY,
+)
+
 __all__ = [
     "DATA_PLACEMENTS",
     "DEVICES",
@@ -27,20 +37,8 @@ __all__ = [
     "get_int",
 ]
 
-RESERVED_PREFIX = "tuner_"
-# Config keys the service sets; every other key is a hyperparameter.
-# Service keys (see tuner/campaign.py); a trial only *ends itself* with tuner_stop_reason.
-RESERVED_KEYS = (
-    "tuner_max_epochs",
-    "tuner_seed",
-    "tuner_checkpoint_every",
-    "tuner_device",
-    "tuner_trainable",
-    # Data-parallel trials run on Ray Train workers (TrainWorkerSession) when this is > 1.
-    "tuner_workers",
-    # Key of the campaign's stop signal in Ray's key-value store (the budget guard).
-    "tuner_stop_key",
-)
+# Config keys the service sets (tuner.contract); every other key is a hyperparameter.
+RESERVED_KEYS = CONFIG_KEYS
 DEVICES = ("auto", "cpu", "cuda")
 OPTIMIZERS = ("adam", "adamw", "sgd")
 LR_SCHEDULES = ("constant", "cosine", "step", "onecycle")
@@ -205,7 +203,7 @@ class LoopConfig:
         """
         _check_reserved_keys(config)
         optimizer = get_choice(config, "optimizer", "adam", OPTIMIZERS)
-        max_epochs = get_int(config, "tuner_max_epochs", 10, low=1)
+        max_epochs = get_int(config, MAX_EPOCHS_KEY, 10, low=1)
         prune_amount = get_float(
             config, "prune_amount", cls.prune_amount, low=0.0, high=1.0, high_open=True
         )
@@ -220,10 +218,10 @@ class LoopConfig:
             )
         return cls(
             max_epochs=max_epochs,
-            seed=get_int(config, "tuner_seed", 0, low=0),
-            checkpoint_every=get_int(config, "tuner_checkpoint_every", 1, low=1),
-            device=get_choice(config, "tuner_device", "auto", DEVICES),
-            stop_key=str(config["tuner_stop_key"]) if config.get("tuner_stop_key") else None,
+            seed=get_int(config, SEED_KEY, 0, low=0),
+            checkpoint_every=get_int(config, CHECKPOINT_EVERY_KEY, 1, low=1),
+            device=get_choice(config, DEVICE_KEY, "auto", DEVICES),
+            stop_key=str(config[STOP_KEY]) if config.get(STOP_KEY) else None,
             optimizer=optimizer,
             lr=get_float(config, "lr", DEFAULT_LR[optimizer], low=0.0, low_open=True),
             momentum=get_float(config, "momentum", 0.9, low=0.0, high=1.0, high_open=True),

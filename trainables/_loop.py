@@ -55,10 +55,18 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainables import _batches, _checkpoint, _cuda, _measure, _prune, _telemetry
-from trainables._config import RESERVED_PREFIX, LoopConfig
+from trainables._config import LoopConfig
 from trainables._plateau import Plateau
 from trainables._schedule import LRSchedule
 from trainables._session import Session
+from tuner.contract import (
+    CHECKPOINT_FALLBACK_KEY,
+    DEVICE_KEY,
+    EPOCH_END_KEY,
+    EPOCH_KEY,
+    RESERVED_PREFIX,
+    STOP_REASON_KEY,
+)
 
 __all__ = [
     "CHECKPOINT_FILE",
@@ -82,7 +90,7 @@ _READABLE_FORMATS = (2, 3, 4)
 # manifest is a partial write).
 _UNVERIFIED_FORMATS = (2, 3)
 # First-report key of a run whose handed checkpoint was bad: "<bad> -> <used>".
-FALLBACK_KEY = f"{RESERVED_PREFIX}checkpoint_fallback"
+FALLBACK_KEY = CHECKPOINT_FALLBACK_KEY
 # The augmentation stream is seeded apart from the data order (seed + this).
 _AUGMENT_SEED_OFFSET = 1
 # Samples in the one batch whose FLOPs are counted per trial.
@@ -181,7 +189,7 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
         first_extra.clear()
 
     if state is not None and (
-        state["epoch"] >= cfg.max_epochs or "tuner_stop_reason" in state["metrics"]
+        state["epoch"] >= cfg.max_epochs or STOP_REASON_KEY in state["metrics"]
     ):
         # Already finished (e.g. a restarted trial): tell the scheduler again, train nothing.
         report(dict(state["metrics"]), None)
@@ -302,7 +310,7 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
             step_time, data_share = timer.summary()
             samples_per_s = seen / train_time
             metrics: dict[str, Any] = {
-                "epoch": epoch,
+                EPOCH_KEY: epoch,
                 "train_loss": train_loss,
                 "val_loss": math.nan,
                 "val_acc": math.nan,
@@ -315,14 +323,12 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
                 "flops_per_sample": flops,
                 "achieved_tflops": _measure.achieved_tflops(flops, samples_per_s),
                 "sparsity": _prune.sparsity(model),
-                "tuner_device": str(device),
+                DEVICE_KEY: str(device),
                 "workers": world,
                 **profile,
             }
             if not math.isfinite(train_loss):
-                metrics["tuner_stop_reason"] = (
-                    f"diverged: train loss is {train_loss} at epoch {epoch}"
-                )
+                metrics[STOP_REASON_KEY] = f"diverged: train loss is {train_loss} at epoch {epoch}"
                 report({**metrics, **_device_metrics(device, telemetry)}, None)
                 return
             if epoch == prune_epoch and not _prune.is_pruned(model):
@@ -335,16 +341,16 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
             metrics["epoch_time_s"] = time.perf_counter() - t0
             # When this epoch's score was known, to the microsecond (Tune's own "timestamp"
             # is whole seconds): orders results across trials (benchmarks, reports).
-            metrics["tuner_epoch_end_unix_s"] = time.time()
+            metrics[EPOCH_END_KEY] = time.time()
             metrics.update(_device_metrics(device, telemetry))
             if not math.isfinite(val_loss):
-                metrics["tuner_stop_reason"] = f"diverged: val loss is {val_loss} at epoch {epoch}"
+                metrics[STOP_REASON_KEY] = f"diverged: val loss is {val_loss} at epoch {epoch}"
                 report(metrics, None)
                 return
             metrics["val_loss"], metrics["val_acc"] = val_loss, val_acc
             stop = plateau.update(epoch, metrics[cfg.plateau_metric])
             if stop is not None:
-                metrics["tuner_stop_reason"] = stop
+                metrics[STOP_REASON_KEY] = stop
             # The campaign's budget ran out: checkpoint this epoch and stop. The checkpoint
             # does not record the stop, so a resume with more budget continues the trial.
             paused = None if stop is not None else session.stop_requested(cfg.stop_key)
@@ -368,7 +374,7 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
                 }
                 # Ray copies the directory inside report(), so it may vanish right after.
                 if paused is not None:
-                    metrics = {**metrics, "tuner_stop_reason": paused}
+                    metrics = {**metrics, STOP_REASON_KEY: paused}
                 with tempfile.TemporaryDirectory() as out:
                     _checkpoint.write(out, state)
                     report(metrics, out)

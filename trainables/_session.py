@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from trainables import _checkpoint
+from tuner.contract import STOP_NAMESPACE, WORKERS_KEY
 
 __all__ = [
     "LocalSession",
@@ -65,7 +66,6 @@ class Session(Protocol):
 
 # The campaign's budget guard writes a stop reason under a per-campaign key of Ray's
 # cluster-wide key-value store; trials read it after each epoch.
-STOP_NAMESPACE = "tuner"
 
 
 def stop_signal(key: str | None) -> str | None:
@@ -207,7 +207,7 @@ class TrainWorkerSession(RaySession):
 
 def default_session(config: dict[str, Any]) -> Session:
     """Ray Train's worker session for data-parallel trials, else Ray Tune's."""
-    if int(config.get("tuner_workers", 1)) > 1:
+    if int(config.get(WORKERS_KEY, 1)) > 1:
         return TrainWorkerSession()
     return RaySession()
 

@@ -29,6 +29,7 @@ from ray.tune.search.optuna import OptunaSearch
 
 from tuner._failures import watch_for
 from tuner._snapshot import snapshot_trial_ids
+from tuner.contract import EPOCH_KEY
 from tuner.outcome import Decision, Failure, Outcome, decide_outcome, failure_message
 
 logger = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ class FidelityOptunaSearch(OptunaSearch):
         *,
         max_epochs: int,
         max_trials: int | None = None,
-        epoch_attr: str = "epoch",
+        epoch_attr: str = EPOCH_KEY,
         nest_under: str | None = None,
         gate_key: str | None = None,
         **kwargs: Any,

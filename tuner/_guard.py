@@ -46,6 +46,7 @@ from tuner.budget import (
     pending_reason,
 )
 from tuner.budget._capacity import bundles_per_node, fits
+from tuner.contract import EPOCH_KEY, STOP_NAMESPACE
 from tuner.cost import AshaGeometry
 
 logger = logging.getLogger(__name__)
@@ -195,7 +196,7 @@ class BudgetGuard:
         epoch_s: float | None = None,
         pending_warning_s: float = 300.0,
         max_epochs: int,
-        epoch_attr: str = "epoch",
+        epoch_attr: str = EPOCH_KEY,
         stop_key: str,
         stream: TextIO | None = None,
         poll_s: float = 0.5,
@@ -249,8 +250,6 @@ class BudgetGuard:
         the node watcher."""
         _GUARDS[self.stop_key] = self
         from ray.experimental import internal_kv
-
-        from trainables._session import STOP_NAMESPACE
 
         internal_kv._internal_kv_del(self.stop_key, namespace=STOP_NAMESPACE)
         now = time.time()
@@ -508,8 +507,6 @@ class BudgetGuard:
     def _exhaust(self, reason: str, now: float) -> None:
         from ray.experimental import internal_kv
 
-        from trainables._session import STOP_NAMESPACE
-
         self.exhausted = reason
         self._exhausted_at = now
         internal_kv._internal_kv_put(
@@ -599,7 +596,7 @@ class BudgetGuard:
 class GuardLink(Callback, Stopper):
     """What Tune holds (and pickles): the stop key; every call goes to that guard."""
 
-    def __init__(self, key: str, max_epochs: int, epoch_attr: str = "epoch") -> None:
+    def __init__(self, key: str, max_epochs: int, epoch_attr: str = EPOCH_KEY) -> None:
         self.key = key
         self._max_epochs = max_epochs
         self._epoch_attr = epoch_attr

@@ -18,6 +18,7 @@ from ray.tune.experiment import Trial
 
 from tuner._failures import watch_for
 from tuner._guard import guard_for
+from tuner.contract import EPOCH_KEY
 
 
 def format_status(
@@ -142,7 +143,7 @@ class ProgressCallback(Callback):
     def on_trial_complete(
         self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
     ) -> None:
-        epoch = (trial.last_result or {}).get("epoch", 0)
+        epoch = (trial.last_result or {}).get(EPOCH_KEY, 0)
         if isinstance(epoch, (int, float)) and epoch < self._max_epochs:
             self._stopped_early.add(trial.trial_id)
         self._emit(trials, force=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-TRAINABLE_KEY = "tuner_trainable"
+from tuner.contract import TRAINABLE_KEY
 
 
 def run_trial(config: dict[str, Any]) -> None:

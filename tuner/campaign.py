@@ -47,7 +47,7 @@ from tuner._snapshot import (
     set_aside_orphans,
 )
 from tuner._study import checkpoint_study, study_storage
-from tuner._trial import TRAINABLE_KEY, run_trial
+from tuner._trial import run_trial
 from tuner.budget import (
     LEDGER_FILE,
     Ledger,
@@ -61,6 +61,17 @@ from tuner.budget import (
     infeasible,
     node_resources,
     node_types_from_config,
+)
+from tuner.contract import (
+    CHECKPOINT_EVERY_KEY,
+    EPOCH_KEY,
+    MAX_EPOCHS_KEY,
+    SEED_KEY,
+    STOP_KEY,
+    TRAIN_LOOP_CONFIG,
+    TRAINABLE_KEY,
+    WORKERS_KEY,
+    hyperparameters,
 )
 from tuner.cost import AshaGeometry, CatalogWarning, Profile, load_catalog, profile_from_run
 from tuner.cost._reality import (
@@ -78,7 +89,7 @@ from tuner.summary import format_failures, format_table, open_study, summarize
 
 logger = logging.getLogger(__name__)
 
-EPOCH_ATTR = "epoch"
+EPOCH_ATTR = EPOCH_KEY
 # Tune snapshots its experiment state every 10 s or more by default; a driver killed in that
 # window loses the record of whatever happened since. One second keeps the window small for
 # small campaigns. A snapshot serializes every trial (2 MB of JSON at 64 trials) and the
@@ -278,9 +289,6 @@ def _trial_name(trial: Any) -> str:
     return f"trial_{trial.trial_id}"
 
 
-TRAIN_LOOP_CONFIG = "train_loop_config"
-
-
 def _data_parallel(spec: CampaignSpec) -> bool:
     return spec.resources.workers > 1
 
@@ -310,13 +318,13 @@ def _trainable(spec: CampaignSpec) -> Any:
 def _service_config(spec: CampaignSpec, stop_key: str) -> dict[str, Any]:
     """The constant part of every trial's config: fixed settings and reserved keys."""
     return {
-        "tuner_stop_key": stop_key,
+        STOP_KEY: stop_key,
         **dict(spec.fixed),
-        **({"tuner_workers": spec.resources.workers} if _data_parallel(spec) else {}),
+        **({WORKERS_KEY: spec.resources.workers} if _data_parallel(spec) else {}),
         TRAINABLE_KEY: spec.trainable,
-        "tuner_max_epochs": spec.budget.max_epochs,
-        "tuner_seed": spec.sampler.seed if spec.sampler.seed is not None else 0,
-        "tuner_checkpoint_every": spec.checkpoint.every,
+        MAX_EPOCHS_KEY: spec.budget.max_epochs,
+        SEED_KEY: spec.sampler.seed if spec.sampler.seed is not None else 0,
+        CHECKPOINT_EVERY_KEY: spec.checkpoint.every,
     }
 
 
@@ -1007,5 +1015,4 @@ def _trial_config(run_dir: Path, tune_id: str) -> dict[str, Any] | None:
         return None
     with open(params) as handle:
         config: dict[str, Any] = json.load(handle)
-    config = config.get(TRAIN_LOOP_CONFIG, config)
-    return {k: v for k, v in config.items() if not k.startswith("tuner_")}
+    return hyperparameters(config)

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-STOP_REASON_KEY = "tuner_stop_reason"
-"""Metric a trainable reports when it ends a trial itself (divergence, plateau)."""
+from tuner.contract import EPOCH_KEY, RESERVED_PREFIX, STOP_REASON_KEY
 
 
 class Outcome(str, Enum):
@@ -92,7 +91,7 @@ def decide_outcome(
     error: bool,
     metric: str,
     max_epochs: int,
-    epoch_attr: str = "epoch",
+    epoch_attr: str = EPOCH_KEY,
     error_info: ErrorInfo | None = None,
 ) -> Decision:
     """Decides the Optuna state of a finished trial from its last result.
@@ -180,7 +179,7 @@ def user_keys(result: Mapping[str, Any]) -> list[str]:
     return sorted(
         str(key)
         for key in result
-        if key not in _TUNE_KEYS and not str(key).startswith(("config/", "tuner_"))
+        if key not in _TUNE_KEYS and not str(key).startswith(("config/", RESERVED_PREFIX))
     )
 
 
@@ -295,7 +294,7 @@ def failure_message(
     params: Mapping[str, Any],
     result: Mapping[str, Any] | None,
     metric: str,
-    epoch_attr: str = "epoch",
+    epoch_attr: str = EPOCH_KEY,
     error_info: ErrorInfo | None = None,
     retried: bool = True,
 ) -> str:

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuner.contract import DEVICE_KEY, hyperparameters
 from tuner.errors import SpecError
 
 __all__ = [
@@ -57,7 +58,7 @@ _FIRST_KEYS = (
     "train_samples",
     "workers",
 )
-_TEXT_KEYS = ("precision", "tuner_device", "gpu_name")
+_TEXT_KEYS = ("precision", DEVICE_KEY, "gpu_name")
 
 
 @dataclass(frozen=True)
@@ -280,8 +281,7 @@ def _trial_config(trial_dir: Path) -> dict[str, Any]:
     if not params.is_file():
         return {}
     config: dict[str, Any] = json.loads(params.read_text(encoding="utf-8"))
-    config = config.get("train_loop_config", config)
-    return {k: v for k, v in config.items() if not k.startswith("tuner_")}
+    return hyperparameters(config)
 
 
 def _trial_profile(trial_dir: Path, rows: list[dict[str, Any]], cold: bool) -> TrialProfile:
@@ -352,7 +352,7 @@ def profile_from_run(
         trials.append(_trial_profile(trial_dir, rows, cold=pid not in seen_pids))
         seen_pids.add(pid)
     first = trials[0].metrics
-    device = str(first.get("tuner_device", "cpu")).split(":")[0]
+    device = str(first.get(DEVICE_KEY, "cpu")).split(":")[0]
     precisions = [str(t.metrics.get("precision", "fp32")) for t in trials]
     return Profile(
         campaign=campaign,

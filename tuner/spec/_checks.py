@@ -12,12 +12,12 @@ from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import Any, NoReturn, TypeVar
 
+from tuner.contract import RESERVED_PREFIX
 from tuner.errors import SpecError, closest
 
 E = TypeVar("E", bound=Enum)
 
-RESERVED_PREFIX = "tuner_"
-"""Metrics and config keys the service adds itself start with this; users' may not."""
+__all__ = ["RESERVED_PREFIX", "Checker", "join"]
 
 
 def join(path: str, key: object) -> str:
