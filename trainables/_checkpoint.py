@@ -35,6 +35,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from tuner import atomic
 from tuner.contract import CHECKPOINT_FILE, MANIFEST_FILE
 
 __all__ = [
@@ -103,30 +104,6 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
-def _fsync_dir(directory: str) -> None:
-    # Makes the renames durable; not every platform lets a directory be opened.
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _replace_durably(directory: str, name: str, write: Callable[[Any], None]) -> None:
-    """Writes ``name`` under a temporary name, fsyncs it and renames it into place."""
-    tmp = os.path.join(directory, f".{name}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, os.path.join(directory, name))
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp)
-
-
 def write(directory: str | os.PathLike[str], state: dict[str, Any]) -> None:
     """Writes ``state`` (a dict with an int ``epoch``) as a checkpoint into ``directory``.
 
@@ -137,7 +114,7 @@ def write(directory: str | os.PathLike[str], state: dict[str, Any]) -> None:
     import torch  # here, so that importing this module (from the sessions) stays light
 
     directory = os.fspath(directory)
-    _replace_durably(directory, CHECKPOINT_FILE, lambda f: torch.save(state, f))
+    atomic.write_with(os.path.join(directory, CHECKPOINT_FILE), lambda f: torch.save(state, f))
     path = os.path.join(directory, CHECKPOINT_FILE)
     manifest = {
         "format": _MANIFEST_FORMAT,
@@ -145,8 +122,8 @@ def write(directory: str | os.PathLike[str], state: dict[str, Any]) -> None:
         "files": {CHECKPOINT_FILE: {"size": os.path.getsize(path), "sha256": sha256_file(path)}},
     }
     data = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
-    _replace_durably(directory, MANIFEST_FILE, lambda f: f.write(data))
-    _fsync_dir(directory)
+    atomic.write_bytes(os.path.join(directory, MANIFEST_FILE), data)
+    atomic.fsync_dir(directory)
 
 
 def _verify(directory: str) -> int:

@@ -231,9 +231,9 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
 def _emit_cluster(advice: Any, catalog: Any, path: Path, *, spot: bool) -> None:
     import yaml
 
+    from tuner import atomic
     from tuner.cost._advise import option_name
     from tuner.cost._cluster import cluster_config, validate_cluster
-    from tuner.rundir import write_text_atomic
 
     rec = advice.recommendation
     pick = rec.cheapest_within_deadline or rec.fastest_within_budget
@@ -255,7 +255,7 @@ def _emit_cluster(advice: Any, catalog: Any, path: Path, *, spot: bool) -> None:
         "# Fill in the placeholders in <...> (and the hosts of a local provider), then:\n"
         "#   ray up THIS_FILE && ray submit THIS_FILE <script> <campaign args>\n"
     )
-    write_text_atomic(path, header + yaml.safe_dump(config, sort_keys=False))
+    atomic.write_text(path, header + yaml.safe_dump(config, sort_keys=False))
     print(
         f"wrote {path} ({pick}, up to {plan.instances} GPU worker(s)); Ray's validator accepts it"
     )

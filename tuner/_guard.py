@@ -26,7 +26,7 @@ from ray.tune import Callback
 from ray.tune.experiment import Trial
 from ray.tune.stopper import Stopper
 
-from tuner import rundir
+from tuner import atomic
 from tuner.budget import (
     LEDGER_FILE,
     Ledger,
@@ -295,7 +295,7 @@ class BudgetGuard:
             data["exhausted"] = self.exhausted
             data["held_back"] = self.closed
             data["pending_warnings"] = self.pending_warnings
-        rundir.write_json(self._run_dir / LEDGER_FILE, data)
+        atomic.write_json(self._run_dir / LEDGER_FILE, data)
 
     def observe_nodes(self) -> None:
         """Reads Ray's alive nodes into the ledger (the watcher thread calls this)."""

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,6 +35,7 @@ from ray.tune.experiment import Trial
 from ray.tune.result import SHOULD_CHECKPOINT
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
+from tuner import atomic
 from tuner._failures import read_trial_error, watch_for
 from tuner.outcome import OOM_REASON
 
@@ -54,15 +54,6 @@ _WAITING: dict[str, frozenset[str]] = {}
 def waiting_trials(key: str | None) -> frozenset[str]:
     """Tune ids of the trials paused at a rung under campaign ``key`` in this process."""
     return _WAITING.get(key, frozenset()) if key else frozenset()
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as handle:
-        json.dump(data, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 class _FinishedTrials:
@@ -89,7 +80,7 @@ class _FinishedTrials:
 
     def _save(self) -> None:
         if self._state_path is not None:
-            _write_json_atomic(Path(self._state_path), self.state())
+            atomic.write_json(self._state_path, self.state(), indent=None)
 
     def on_trial_add(self, tune_controller: TuneController, trial: Trial) -> None:
         if not self._loaded:

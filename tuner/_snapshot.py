@@ -39,6 +39,8 @@ from typing import Any
 
 from ray.tune import Callback
 
+from tuner import atomic
+
 logger = logging.getLogger(__name__)
 
 BACKUP_DIR = ".snapshot"
@@ -112,9 +114,8 @@ def save_generation(source: Path, run_dir: Path) -> list[str]:
     for path in files:
         shutil.copyfile(path, slot / path.name)
     _save_trial_logs(source, slot)
-    tmp = backup / f".{CURRENT_FILE}.tmp"
-    tmp.write_text(slot.name)
-    os.replace(tmp, backup / CURRENT_FILE)  # the slot counts only once it is complete
+    # The slot counts only once it is complete.
+    atomic.write_text(backup / CURRENT_FILE, slot.name, durable=False)
     return sorted(names)
 
 
@@ -134,12 +135,10 @@ def _save_trial_logs(source: Path, slot: Path) -> None:
                     continue
             except FileNotFoundError:
                 dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{name}.tmp")
             try:
-                shutil.copy2(log, tmp)
+                atomic.copy_file(log, dest)
             except FileNotFoundError:
                 continue
-            os.replace(tmp, dest)
 
 
 class SnapshotGuard(Callback):
@@ -192,9 +191,7 @@ class SnapshotGuard(Callback):
         self._staging = staging
         backup = Path(self._run_dir) / BACKUP_DIR
         backup.mkdir(parents=True, exist_ok=True)
-        tmp = backup / f".{STAGING_FILE}.tmp"
-        tmp.write_text(str(staging))
-        os.replace(tmp, backup / STAGING_FILE)
+        atomic.write_text(backup / STAGING_FILE, str(staging), durable=False)
 
     def _copy(self, staging: Path) -> None:
         seen: dict[str, int] = {}
@@ -277,9 +274,7 @@ def repair_snapshot(run_dir: Path) -> list[str]:
         target = run_dir / name
         if target.is_file() and target.read_bytes() == good.read_bytes():
             continue
-        tmp = run_dir / f".{name}.restore.tmp"
-        shutil.copyfile(good, tmp)
-        os.replace(tmp, target)
+        atomic.copy_file(good, target)
         changed.append(name)
     changed += _restore_trial_logs(slot, run_dir)
     if changed:
@@ -322,9 +317,7 @@ def _extend_log(source: Path, target: Path) -> bool:
         whole = text
     if whole == kept and target.exists():
         return False
-    tmp = target.with_name(f".{target.name}.restore.tmp")
-    tmp.write_bytes(whole)
-    os.replace(tmp, target)
+    atomic.write_bytes(target, whole, durable=False)
     return True
 
 

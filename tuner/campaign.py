@@ -26,7 +26,7 @@ import ray
 import yaml
 from ray import tune
 
-from tuner import rundir
+from tuner import atomic, rundir
 from tuner._bridge import (
     FAILURE_ATTR,
     ORPHAN_REASON,
@@ -506,7 +506,7 @@ def run_campaign(
         run_dir.mkdir(parents=True)
         stop_key = f"stop:{spec.name}:{uuid.uuid4().hex}"
         rundir.write_yaml(run_dir / rundir.CAMPAIGN_FILE, spec.to_dict())
-        rundir.write_json(
+        atomic.write_json(
             run_dir / rundir.RUN_FILE,
             {
                 "code_dirs": list(code_dirs or []),
@@ -519,7 +519,7 @@ def run_campaign(
             spec, run_dir, Ledger(), pricer, cluster, concurrent, profile, stream, stop_key
         )
         concurrent = guard.slots
-        rundir.write_json(
+        atomic.write_json(
             run_dir / PREDICTION_FILE,
             predict_cost(
                 AshaGeometry.from_spec(spec),
@@ -976,7 +976,7 @@ def write_summary(
         **({"budget": budget} if budget is not None else {}),
         **({"failure_limit": failure_limit} if failure_limit is not None else {}),
     }
-    rundir.write_json(run_dir / rundir.SUMMARY_FILE, summary)
+    atomic.write_json(run_dir / rundir.SUMMARY_FILE, summary)
     best = summary["best"]
     if best is not None:
         config = _trial_config(run_dir, best["tune_trial_id"]) or dict(best["params"])

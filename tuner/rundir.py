@@ -23,12 +23,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from tuner import atomic
 from tuner.errors import SpecError, TunerError
 
 CAMPAIGN_FILE = "campaign.yaml"
@@ -123,27 +123,6 @@ def read_code_dirs(run_dir: Path) -> list[str]:
     return dirs
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Writes ``text`` to ``path`` so that readers see the old or the new file, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Atomically writes pretty JSON."""
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-
-
 def write_yaml(path: Path, data: Any) -> None:
     """Atomically writes block-style YAML, keys in insertion order."""
-    write_text_atomic(path, yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
+    atomic.write_text(path, yaml.safe_dump(data, sort_keys=False, default_flow_style=False))

@@ -1,4 +1,4 @@
-"""Run folder helpers: free names, atomic writes, resumability checks."""
+"""Run folder helpers: free names, resumability checks."""
 
 from __future__ import annotations
 
@@ -16,15 +16,6 @@ def test_new_run_dir_never_reuses_an_existing_folder(tmp_path: Path) -> None:
     (tmp_path / "c-2").mkdir()
     assert rundir.new_run_dir(tmp_path, "c") == tmp_path / "c-3"
     assert not (tmp_path / "c-3").exists()
-
-
-def test_atomic_write_replaces_and_leaves_no_temp_files(tmp_path: Path) -> None:
-    target = tmp_path / "x.json"
-    rundir.write_json(target, {"a": 1})
-    rundir.write_json(target, {"a": 2})
-    assert target.read_text().strip().endswith("}")
-    assert '"a": 2' in target.read_text()
-    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
 
 
 def test_check_resumable_explains_a_wrong_folder(tmp_path: Path) -> None:

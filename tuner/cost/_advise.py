@@ -120,9 +120,7 @@ class Advice:
 
     def write(self, out_dir: Path) -> dict[str, Path]:
         """Writes recommend.md, recommend.html and recommend.json; returns their paths."""
-        import json
-
-        from tuner.rundir import write_text_atomic
+        from tuner import atomic
 
         rec = self.recommendation
         title = f"Instance recommendation: {self.campaign}"
@@ -132,9 +130,9 @@ class Advice:
             "html": out_dir / "recommend.html",
             "json": out_dir / "recommend.json",
         }
-        write_text_atomic(files["markdown"], md)
-        write_text_atomic(files["html"], render_html(rec, title=title, notes=self.notes))
-        write_text_atomic(files["json"], json.dumps(self.to_dict(), indent=2) + "\n")
+        atomic.write_text(files["markdown"], md)
+        atomic.write_text(files["html"], render_html(rec, title=title, notes=self.notes))
+        atomic.write_json(files["json"], self.to_dict())
         return files
 
 

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuner import atomic
 from tuner.contract import DEVICE_KEY, hyperparameters
 from tuner.errors import SpecError
 
@@ -178,9 +179,7 @@ class Profile:
 
     def write(self, path: Path) -> None:
         """Writes the profile as JSON, atomically."""
-        from tuner.rundir import write_json
-
-        write_json(path, self.to_dict())
+        atomic.write_json(path, self.to_dict())
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "<dict>") -> Profile:

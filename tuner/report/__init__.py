@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
+from tuner import atomic
 from tuner.report._collect import collect, outcome_of, rungs, spend_series
 from tuner.report._render import PLOTS, html_page, markdown, plots
 
@@ -18,18 +17,8 @@ PLOTS_DIR = "report_plots"
 
 
 def _write(path: Path, data: bytes) -> None:
-    """Atomically: a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # A report can be written again from the run folder: no fsync needed.
+    atomic.write_bytes(path, data, durable=False)
 
 
 def write_report(run_dir: Path) -> dict[str, Path]:
