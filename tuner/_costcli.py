@@ -157,10 +157,11 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _gpus_per_trial(spec: Any, flag: float | None) -> float:
+    """``--gpus-per-trial``, else the campaign's, else 1 (a campaign that asks for none is
+    priced as if each trial had one GPU)."""
     if flag is not None:
         return flag
-    gpu = float(spec.resources.gpu) * spec.resources.workers
-    return gpu if gpu > 0 else 1.0
+    return float(spec.resources.gpus_per_trial) or 1.0
 
 
 def _cmd_recommend(args: argparse.Namespace) -> int:
@@ -205,7 +206,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
         deadline_h=deadline_h,
         spot=args.spot,
         gpus_per_trial=_gpus_per_trial(spec, args.gpus_per_trial),
-        cpus_per_trial=float(spec.resources.cpu) * spec.resources.workers,
+        cpus_per_trial=float(spec.resources.cpus_per_trial),
         precision=args.precision,
         clouds=clouds,
         max_instances=args.max_instances,

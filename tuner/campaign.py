@@ -196,10 +196,7 @@ def read_cluster(options: RayOptions, *, joined: bool) -> ClusterView:
 
 def trial_request(spec: CampaignSpec) -> dict[str, float]:
     """The resources one trial (one DDP worker of it) asks for."""
-    request = {"CPU": spec.resources.cpu}
-    if spec.resources.gpu > 0:
-        request["GPU"] = spec.resources.gpu
-    return request
+    return spec.resources.bundle()
 
 
 def refuse_infeasible(
@@ -279,9 +276,9 @@ def max_concurrent_trials(
     if view is not None and view.autoscaling:
         bundles = capacity(trial_request(spec), view.node_types, view.max_workers)
         return max(1, min(spec.budget.trials, bundles // workers))
-    fits = cluster.get("CPU", 0.0) / (spec.resources.cpu * workers)
+    fits = cluster.get("CPU", 0.0) / spec.resources.cpus_per_trial
     if spec.resources.gpu > 0:
-        fits = min(fits, cluster.get("GPU", 0.0) / (spec.resources.gpu * workers))
+        fits = min(fits, cluster.get("GPU", 0.0) / spec.resources.gpus_per_trial)
     return max(1, min(spec.budget.trials, math.floor(fits + 1e-9)))
 
 
@@ -524,7 +521,7 @@ def run_campaign(
             predict_cost(
                 AshaGeometry.from_spec(spec),
                 workers=concurrent,
-                gpus_per_trial=_gpus_per_trial(spec),
+                gpus_per_trial=spec.resources.gpus_per_trial,
                 usd_per_gpu_hour=usd_per_gpu_hour,
                 profile=profile,
             ),
@@ -923,7 +920,7 @@ def _predicted_vs_actual(spec: CampaignSpec, run_dir: Path, wall_s: float) -> di
         return None
     actual = actual_cost(
         run_profile,
-        gpus_per_trial=_gpus_per_trial(spec),
+        gpus_per_trial=spec.resources.gpus_per_trial,
         usd_per_gpu_hour=float(prediction.get("usd_per_gpu_hour", 0.0)),
         wall_s=wall_s,
     )
@@ -1002,10 +999,6 @@ def write_profile(spec: CampaignSpec, run_dir: Path) -> Profile | None:
         return None  # no trial reported an epoch: nothing measured
     profile.write(run_dir / rundir.PROFILE_FILE)
     return profile
-
-
-def _gpus_per_trial(spec: CampaignSpec) -> float:
-    return spec.resources.gpu * spec.resources.workers
 
 
 def _trial_config(run_dir: Path, tune_id: str) -> dict[str, Any] | None:

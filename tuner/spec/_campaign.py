@@ -198,6 +198,23 @@ class Resources:
     workers: int = 1
     pending_warning_s: float = 300.0
 
+    @property
+    def gpus_per_trial(self) -> float:
+        """GPUs one trial holds: ``gpu`` on each of its ``workers``."""
+        return self.gpu * self.workers
+
+    @property
+    def cpus_per_trial(self) -> float:
+        """CPUs one trial holds: ``cpu`` on each of its ``workers``."""
+        return self.cpu * self.workers
+
+    def bundle(self) -> dict[str, float]:
+        """What one trial (one worker of a data-parallel trial) asks Ray for."""
+        request = {"CPU": self.cpu}
+        if self.gpu > 0:
+            request["GPU"] = self.gpu
+        return request
+
     def to_dict(self) -> dict[str, Any]:
         """The ``resources:`` section."""
         out: dict[str, Any] = {"cpu": _num(self.cpu), "gpu": _num(self.gpu)}
