@@ -36,7 +36,7 @@ def main() -> int:
     parser.add_argument("--epoch-s", type=float, default=2.0, help="seconds per epoch")
     args = parser.parse_args()
 
-    from tuner.campaign import RayOptions, run_campaign
+    from tuner._ray.driver import RayOptions, run_campaign
     from tuner.spec import parse_campaign
 
     node_types = {

@@ -39,7 +39,7 @@ def main() -> int:
 
     from tuner import rundir
     from tuner._profiler import profile_campaign
-    from tuner.campaign import RayOptions, run_campaign
+    from tuner._ray.driver import RayOptions, run_campaign
     from tuner.spec import parse_campaign
 
     spec = parse_campaign(CAMPAIGN, "work-prediction.yaml")

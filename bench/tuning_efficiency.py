@@ -164,7 +164,7 @@ def _reports_from(folder: Path, metric: str) -> list[tuple[tuple[float, float], 
 
 
 def run_tuner(task: Task, seed: int, *, sampler: str, scheduler: str, trials: int) -> list[float]:
-    from tuner.campaign import RayOptions, run_campaign
+    from tuner._ray.driver import RayOptions, run_campaign
 
     spec = _campaign(task, seed, sampler=sampler, scheduler=scheduler, trials=trials)
     with tempfile.TemporaryDirectory(prefix="tuneff-") as tmp:
@@ -182,7 +182,7 @@ def run_stock(task: Task, seed: int, *, trials: int) -> list[float]:
     from ray.tune.schedulers import ASHAScheduler
     from ray.tune.search.optuna import OptunaSearch
 
-    from tuner.campaign import _service_config, _trainable
+    from tuner._ray.driver import _service_config, _trainable
     from tuner.space import DefineByRun
 
     spec = _campaign(task, seed, sampler="tpe", scheduler="asha", trials=trials)
@@ -237,7 +237,7 @@ def run_optuna(task: Task, seed: int, *, trials: int, budget: int | None = None)
     import optuna
 
     from trainables._session import LocalSession
-    from tuner.campaign import _service_config
+    from tuner._ray.driver import _service_config
     from tuner.space import suggest
     from tuner.spec import resolve_trainable
 

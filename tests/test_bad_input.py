@@ -826,10 +826,10 @@ def cli_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("bad input got as far as starting Ray")
 
-    fake_campaign = types.ModuleType("tuner.campaign")
+    fake_campaign = types.ModuleType("tuner._ray.driver")
     fake_campaign.run_campaign = refuse  # type: ignore[attr-defined]
     fake_campaign.resume_campaign = refuse  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "tuner.campaign", fake_campaign)
+    monkeypatch.setitem(sys.modules, "tuner._ray.driver", fake_campaign)
     monkeypatch.setattr("tuner._costcli._measure", refuse)
     yield tmp_path
     sys.modules.pop(TRAINABLE_MODULE, None)

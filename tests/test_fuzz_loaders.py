@@ -475,7 +475,7 @@ def cli_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def _run_cli(argv: list[str], cwd: Path) -> tuple[int, str]:
     """``main(argv)`` in ``cwd`` with Ray replaced by a stub that reports it was reached."""
     out, err = io.StringIO(), io.StringIO()
-    fake = types.ModuleType("tuner.campaign")
+    fake = types.ModuleType("tuner._ray.driver")
     # Reached only with input that validates; it stands for a campaign that ran.
     fake.run_campaign = lambda *a, **k: types.SimpleNamespace(summary={})  # type: ignore[attr-defined]
     fake.RayOptions = lambda **k: k  # type: ignore[attr-defined]
@@ -483,7 +483,7 @@ def _run_cli(argv: list[str], cwd: Path) -> tuple[int, str]:
         mp.chdir(cwd)
         mp.setattr(sys, "path", list(sys.path))
         mp.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
-        mp.setitem(sys.modules, "tuner.campaign", fake)
+        mp.setitem(sys.modules, "tuner._ray.driver", fake)
         mp.setattr(sys, "stdout", out)
         mp.setattr(sys, "stderr", err)
         try:

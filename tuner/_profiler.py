@@ -116,13 +116,13 @@ def profile_campaign(
         trials: Trials (configurations) to measure.
         epochs: Epochs per trial.
         config: One configuration to measure (all trials use it), else random draws.
-        options: Where Ray runs (:class:`tuner.campaign.RayOptions`).
+        options: Where Ray runs (:class:`tuner._ray.driver.RayOptions`).
         code_dirs: Folders the trainable imports from.
 
     Raises:
         SpecError: Bad config, or no trial reported an epoch (the trainable failed).
     """
-    from tuner.campaign import run_campaign
+    from tuner._ray.driver import run_campaign
 
     measured = profile_spec(spec, trials=trials, epochs=epochs, config=config)
     with tempfile.TemporaryDirectory(prefix="tuner-profile-") as tmp:

@@ -13,7 +13,7 @@ from tuner._argtypes import non_negative_float, positive_float, positive_int, wh
 from tuner.errors import SpecError, TunerError, closest
 
 if TYPE_CHECKING:
-    from tuner.campaign import RayOptions
+    from tuner._ray.driver import RayOptions
 
 DEFAULT_CAMPAIGN = Path(__file__).resolve().parent.parent / "search_spaces" / "default.yaml"
 
@@ -192,7 +192,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         runs_dir, storage = Path(storage), None  # a shared folder: the run folder goes there
     run_dir = new_run_dir(runs_dir, spec.name)
     # Heavy imports (ray, torch) only once the input is known to be good.
-    from tuner.campaign import run_campaign
+    from tuner._ray.driver import run_campaign
 
     profile = None
     if args.profile is not None:
@@ -225,7 +225,7 @@ budget or its time limit ended exits 0: those stops are what the campaign asked 
 
 def campaign_exit_code(summary: dict[str, Any]) -> int:
     """The exit status for a campaign that ended with ``summary``."""
-    from tuner._failures import STATUS_FAILURES
+    from tuner._ray.failures import STATUS_FAILURES
 
     return EXIT_FAILURE_LIMIT if summary.get("status") == STATUS_FAILURES else 0
 
@@ -247,7 +247,7 @@ def _duration_flag(value: str | None, flag: str) -> float | None:
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
-    from tuner.campaign import resume_campaign
+    from tuner._ray.driver import resume_campaign
     from tuner.rundir import add_code_dirs, check_resumable, read_code_dirs
 
     check_resumable(args.run_dir)
@@ -307,7 +307,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def ray_options(args: argparse.Namespace) -> RayOptions:
     """Where Ray runs, from the ``--address``/``--num-cpus``/``--num-gpus`` flags."""
-    from tuner.campaign import RayOptions
+    from tuner._ray.driver import RayOptions
 
     return RayOptions(
         address=args.address,

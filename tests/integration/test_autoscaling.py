@@ -20,7 +20,7 @@ from optuna.trial import TrialState
 from tests.conftest import tiny_digits_campaign
 from tests.fakecluster import FakeCluster
 from tuner import rundir
-from tuner.campaign import STATUS_BUDGET, STATUS_HELD_BACK, RayOptions, run_campaign
+from tuner._ray.driver import STATUS_BUDGET, STATUS_HELD_BACK, RayOptions, run_campaign
 from tuner.spec import parse_campaign
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

@@ -16,7 +16,7 @@ from optuna.trial import TrialState
 
 from tests.conftest import tiny_digits_campaign
 from tuner import rundir
-from tuner.campaign import (
+from tuner._ray.driver import (
     STATUS_BUDGET,
     STATUS_HELD_BACK,
     RayOptions,

@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 
 from tests.conftest import tiny_digits_campaign
 from tuner import rundir
-from tuner.campaign import RayOptions, run_campaign
+from tuner._ray.driver import RayOptions, run_campaign
 from tuner.spec import parse_campaign
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

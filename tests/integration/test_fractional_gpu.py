@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tuner import rundir
-from tuner.campaign import RayOptions, max_concurrent_trials, run_campaign
+from tuner._ray.driver import RayOptions, max_concurrent_trials, run_campaign
 from tuner.spec import parse_campaign
 
 pytestmark = pytest.mark.ray

@@ -26,7 +26,7 @@ from optuna.trial import TrialState
 
 from tests.conftest import kill_session, run_cli, tiny_digits_campaign
 from tuner import rundir
-from tuner._snapshot import current_slot
+from tuner._ray.snapshot import current_slot
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

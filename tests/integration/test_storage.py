@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tiny_digits_campaign
-from tuner.campaign import RayOptions, resume_campaign, run_campaign
+from tuner._ray.driver import RayOptions, resume_campaign, run_campaign
 from tuner.spec import parse_campaign
 
 pytestmark = pytest.mark.ray

@@ -22,8 +22,8 @@ import ray
 from optuna.trial import TrialState
 
 from tuner import rundir
-from tuner._failures import STATUS_FAILURES
-from tuner.campaign import RayOptions, _init_ray, run_campaign
+from tuner._ray.driver import RayOptions, _init_ray, run_campaign
+from tuner._ray.failures import STATUS_FAILURES
 from tuner.cli import campaign_exit_code
 from tuner.spec import parse_campaign
 

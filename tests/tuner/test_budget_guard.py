@@ -1,11 +1,11 @@
-"""The budget guard's gate for the searcher (tuner._guard), without Ray: the guard's
+"""The budget guard's gate for the searcher (tuner._ray.guard), without Ray: the guard's
 bookkeeping is plain Python until ``start()`` registers it and starts its node watcher."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tuner._guard import GATE_OPEN, GATE_WAIT, BudgetGuard
+from tuner._ray.guard import GATE_OPEN, GATE_WAIT, BudgetGuard
 from tuner.budget import Ledger, Limits, NodePricer
 from tuner.cost import AshaGeometry
 

@@ -137,12 +137,12 @@ def test_run_cost_flags_are_checked_before_anything_starts(
 def test_run_exits_1_when_the_failure_limit_stopped_the_campaign(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str, code: int
 ) -> None:
-    import tuner.campaign
-    from tuner.campaign import CampaignResult
+    import tuner._ray.driver
+    from tuner._ray.driver import CampaignResult
 
     def fake_run(spec: object, run_dir: Path, *args: object, **kwargs: object) -> CampaignResult:
         return CampaignResult(run_dir=run_dir, summary={"status": status})
 
-    monkeypatch.setattr(tuner.campaign, "run_campaign", fake_run)
+    monkeypatch.setattr(tuner._ray.driver, "run_campaign", fake_run)
     campaign = _write(tmp_path, tiny_digits_campaign())
     assert main(["run", str(campaign), "--runs-dir", str(tmp_path / "runs")]) == code

@@ -23,10 +23,10 @@ from ray.exceptions import RayTaskError
 from ray.tune.experiment import Trial
 from ray.tune.search import Searcher
 
-from tuner._bridge import FAILURE_ATTR, FAILURE_MESSAGE_ATTR, FidelityOptunaSearch
-from tuner._failures import FailureWatch, read_trial_error, watch_for
-from tuner._progress import format_status
-from tuner._scheduler import PersistentASHA, PersistentFIFO
+from tuner._ray.failures import FailureWatch, read_trial_error, watch_for
+from tuner._ray.progress import format_status
+from tuner._ray.scheduler import PersistentASHA, PersistentFIFO
+from tuner._ray.searcher import FAILURE_ATTR, FAILURE_MESSAGE_ATTR, FidelityOptunaSearch
 from tuner.outcome import ErrorInfo, Failure
 from tuner.summary import TrialRow, failure_regions, format_failures, summarize
 

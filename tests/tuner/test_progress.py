@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tuner import _guard
-from tuner._progress import ProgressCallback, bar, format_block, format_money
+from tuner._ray import guard as guard_module
+from tuner._ray.progress import ProgressCallback, bar, format_block, format_money
 
 KEY = "stop:progress-test"
 
@@ -65,9 +65,9 @@ def test_block_has_trials_money_status_and_pending_lines() -> None:
 @pytest.fixture
 def guard() -> Any:
     stand_in = _GuardStandIn(MONEY)
-    _guard._GUARDS[KEY] = stand_in  # type: ignore[assignment]
+    guard_module._GUARDS[KEY] = stand_in  # type: ignore[assignment]
     yield stand_in
-    _guard._GUARDS.pop(KEY, None)
+    guard_module._GUARDS.pop(KEY, None)
 
 
 def _callback(stream: io.StringIO) -> ProgressCallback:

@@ -11,7 +11,7 @@ import pytest
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import TrialScheduler
 
-from tuner._scheduler import PersistentASHA, waiting_trials
+from tuner._ray.scheduler import PersistentASHA, waiting_trials
 
 
 class _Controller:
@@ -188,10 +188,10 @@ class _SpentGuard:
 
 
 def test_a_spent_budget_stops_waiting_trials_instead(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tuner import _guard
+    from tuner._ray import guard
 
     key = "stop:spent:0"
-    monkeypatch.setitem(_guard._GUARDS, key, _SpentGuard())  # type: ignore[arg-type]
+    monkeypatch.setitem(guard._GUARDS, key, _SpentGuard())  # type: ignore[arg-type]
     sched = _waiting_asha(None, key=key)
     t0 = _trial("t0")
     ctl: Any = _Controller([t0])

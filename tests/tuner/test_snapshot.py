@@ -7,7 +7,7 @@ import os
 import pickle
 from pathlib import Path
 
-from tuner._snapshot import (
+from tuner._ray.snapshot import (
     BACKUP_DIR,
     ORPHAN_DIR,
     STAGING_FILE,

@@ -1,6 +1,6 @@
 """Money on a cluster: node prices, the spend ledger and the budget guard's arithmetic.
 
-Pure modules (no Ray, no torch); the Ray glue that feeds them is ``tuner._guard``.
+Pure modules (no Ray, no torch); the Ray glue that feeds them is ``tuner._ray.guard``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from tuner.budget._capacity import (
     node_types_from_config,
     pending_reason,
 )
-from tuner.budget._guard import (
+from tuner.budget._ledger import LEDGER_FILE, Ledger, NodeRecord, NodeSeen, TrialRecord
+from tuner.budget._pricing import NodePricer, NodeRate, PricingError
+from tuner.budget._verdict import (
     Limits,
     Outlook,
     Usage,
@@ -25,8 +27,6 @@ from tuner.budget._guard import (
     assess,
     expected_epochs_left,
 )
-from tuner.budget._ledger import LEDGER_FILE, Ledger, NodeRecord, NodeSeen, TrialRecord
-from tuner.budget._pricing import NodePricer, NodeRate, PricingError
 
 __all__ = [
     "LEDGER_FILE",

@@ -4,9 +4,9 @@ A :class:`FailureWatch` lives in the driver for one campaign, registered under t
 campaign's stop key like the budget guard (Tune pickles the searcher and the scheduler, so
 they hold only the key):
 
-- the scheduler (``tuner._scheduler``) reads what a trial raised from the error files Ray
+- the scheduler (``tuner._ray.scheduler``) reads what a trial raised from the error files Ray
   Tune writes (:func:`read_trial_error`) and records it here, before Tune tells the searcher;
-- the searcher (``tuner._bridge``) reports every FAIL here with its message, which is printed;
+- the searcher (``tuner._ray.searcher``) reports every FAIL here with its message, which is printed;
 - once more than ``failure.max_failed_trials`` trials have failed, the searcher starts no new
   trial (``Searcher.FINISHED``); running trials finish, and the campaign ends with
   :data:`STATUS_FAILURES`.
@@ -106,7 +106,7 @@ class FailureWatch:
 
     def _say(self, line: str) -> None:
         out = self.stream or sys.stdout
-        # A terminal's progress line is redrawn in place (tuner._progress): clear it first.
+        # A terminal's progress line is redrawn in place (tuner._ray.progress): clear it first.
         prefix = "\r\x1b[2K" if out.isatty() else ""
         out.write(f"{prefix}{line}\n")
         out.flush()

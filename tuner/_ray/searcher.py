@@ -10,7 +10,7 @@ finished in the study are never told twice.
 
 A FAIL also gets a ``failure`` kind and a ``failure_message`` naming the trial, its config
 and what went wrong (user attributes, so summary.json and ``tuner show`` have them); the
-failure watch (``tuner._failures``) prints it and counts it against
+failure watch (``tuner._ray.failures``) prints it and counts it against
 ``failure.max_failed_trials``, past which no new trial is suggested.
 """
 
@@ -27,8 +27,8 @@ from optuna.trial import TrialState
 from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
-from tuner._failures import watch_for
-from tuner._snapshot import snapshot_trial_ids
+from tuner._ray.failures import watch_for
+from tuner._ray.snapshot import snapshot_trial_ids
 from tuner.contract import EPOCH_KEY
 from tuner.outcome import Decision, Failure, Outcome, decide_outcome, failure_message
 
@@ -68,7 +68,7 @@ class FidelityOptunaSearch(OptunaSearch):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        # The budget guard's key (tuner._guard): it holds new trials back, and names the
+        # The budget guard's key (tuner._ray.guard): it holds new trials back, and names the
         # reason of trials it stopped. Only the key is pickled with the searcher's state.
         self._gate_key = gate_key
         # Ray Train trainers take hyperparameters under "train_loop_config".
@@ -99,7 +99,7 @@ class FidelityOptunaSearch(OptunaSearch):
         if new and self._concurrency_cap and self._live_trials() >= self._concurrency_cap:
             return None
         if self._gate_key is not None and new:
-            from tuner._guard import GATE_CLOSED, GATE_WAIT, gate_for
+            from tuner._ray.guard import GATE_CLOSED, GATE_WAIT, gate_for
 
             gate = gate_for(self._gate_key, self._live_trials())
             if gate == GATE_CLOSED:
@@ -143,7 +143,7 @@ class FidelityOptunaSearch(OptunaSearch):
         error_info = watch.error_of(trial_id) if watch is not None else None
         if error_info is not None and error_info.oom and not error:
             # Ran out of GPU memory and Tune requeued it; the scheduler stopped it before
-            # the retry (tuner._scheduler): it failed.
+            # the retry (tuner._ray.scheduler): it failed.
             error = True
         if result is not None and not error:
             # Tune skips on_trial_result for the result that meets a stop criterion.
@@ -192,7 +192,7 @@ class FidelityOptunaSearch(OptunaSearch):
 
     def _budget_reason(self, trial_id: str, decision: Decision) -> Decision:
         """Names the budget as the reason of trials the guard stopped (or never started)."""
-        from tuner._guard import guard_for
+        from tuner._ray.guard import guard_for
 
         guard = guard_for(self._gate_key)
         if guard is None or guard.exhausted is None or decision.outcome is Outcome.COMPLETE:
@@ -234,7 +234,7 @@ class FidelityOptunaSearch(OptunaSearch):
     def _live_trials(self) -> int:
         """Trials asked for and not finished, less those paused at an ASHA rung for peers
         (they hold no slot, and only new trials can bring those peers)."""
-        from tuner._scheduler import waiting_trials
+        from tuner._ray.scheduler import waiting_trials
 
         finished = self._completed_trials | self._already_final | waiting_trials(self._gate_key)
         return sum(1 for tid in self._ot_trials if tid not in finished)

@@ -16,8 +16,8 @@ from typing import Any, TextIO
 from ray.tune import Callback
 from ray.tune.experiment import Trial
 
-from tuner._failures import watch_for
-from tuner._guard import guard_for
+from tuner._ray.failures import watch_for
+from tuner._ray.guard import guard_for
 from tuner.contract import EPOCH_KEY
 
 
@@ -107,7 +107,7 @@ class ProgressCallback(Callback):
         self._best: float | None = None
         self._best_trial: str | None = None
         self._stopped_early: set[str] = set()
-        # The failure watch's key (tuner._failures): failed trials as Optuna was told.
+        # The failure watch's key (tuner._ray.failures): failed trials as Optuna was told.
         self._failure_key = failure_key
         self._drawn = 0  # lines of the live block on the terminal now
 

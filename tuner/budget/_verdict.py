@@ -1,7 +1,7 @@
 """The budget guard's arithmetic: may another trial start, and is the money spent?
 
 Pure functions of what the ledger says was used and what the running trials are expected to
-need; the Ray glue (``tuner._guard``) asks them every second or so.
+need; the Ray glue (``tuner._ray.guard``) asks them every second or so.
 
 - A new trial starts only if what was spent, plus what the running trials are expected to
   cost until they stop, plus what a new trial is expected to cost, fits every limit

@@ -27,18 +27,18 @@ import yaml
 from ray import tune
 
 from tuner import atomic, rundir
-from tuner._bridge import (
+from tuner._ray.failures import STATUS_FAILURES, FailureWatch
+from tuner._ray.guard import BudgetGuard, GuardLink
+from tuner._ray.progress import ProgressCallback
+from tuner._ray.scheduler import PersistentASHA, PersistentFIFO
+from tuner._ray.searcher import (
     FAILURE_ATTR,
     ORPHAN_REASON,
     STOP_REASON_ATTR,
     TUNE_TRIAL_ID_ATTR,
     FidelityOptunaSearch,
 )
-from tuner._failures import STATUS_FAILURES, FailureWatch
-from tuner._guard import BudgetGuard, GuardLink
-from tuner._progress import ProgressCallback
-from tuner._scheduler import PersistentASHA, PersistentFIFO
-from tuner._snapshot import (
+from tuner._ray.snapshot import (
     ORPHAN_DIR,
     KeepTrialLogs,
     SnapshotGuard,
@@ -46,8 +46,7 @@ from tuner._snapshot import (
     repair_snapshot,
     set_aside_orphans,
 )
-from tuner._study import checkpoint_study, study_storage
-from tuner._trial import run_trial
+from tuner._ray.trial import run_trial
 from tuner.budget import (
     LEDGER_FILE,
     Ledger,
@@ -85,6 +84,7 @@ from tuner.cost._reality import (
 from tuner.errors import TunerError
 from tuner.space import DefineByRun, make_sampler
 from tuner.spec import CampaignSpec, Mode, SchedulerType, load_campaign
+from tuner.study import checkpoint_study, study_storage
 from tuner.summary import format_failures, format_table, open_study, summarize
 
 logger = logging.getLogger(__name__)
@@ -883,7 +883,7 @@ def _close_unstarted(run_dir: Path, spec: CampaignSpec, reason: str) -> None:
     """
     from optuna.trial import TrialState
 
-    from tuner._bridge import STOP_REASON_ATTR
+    from tuner._ray.searcher import STOP_REASON_ATTR
 
     study = open_study(run_dir)
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):

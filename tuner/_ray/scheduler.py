@@ -8,7 +8,7 @@ that already finished run again: such a trial is stopped before it starts.
 
 Both schedulers also see every trial error first (Tune tells the scheduler before the
 searcher): they read what the trial raised and record it for the searcher's message
-(``tuner._failures``), and a trial that ran out of GPU memory is not retried.
+(``tuner._ray.failures``), and a trial that ran out of GPU memory is not retried.
 
 ASHA here also waits for peers. Ray's ASHA judges a trial at a rung against the results
 already recorded there, so the first trials of a campaign find no one to compare with and
@@ -36,7 +36,7 @@ from ray.tune.result import SHOULD_CHECKPOINT
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
 from tuner import atomic
-from tuner._failures import read_trial_error, watch_for
+from tuner._ray.failures import read_trial_error, watch_for
 from tuner.outcome import OOM_REASON
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class _FinishedTrials:
         self._state_path = state_path
         self._finished: dict[str, str] = {}
         self._loaded = False
-        # The campaign's stop key: where the failure watch is registered (tuner._failures).
+        # The campaign's stop key: where the failure watch is registered (tuner._ray.failures).
         self._error_key = error_key
         self._no_retry: set[str] = set()
 
@@ -291,7 +291,7 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
         if self._waiting and not busy:
             # Nothing else can bring peers: judge against what the rungs hold, unless the
             # budget is spent (then they stop where they are).
-            from tuner._guard import guard_for
+            from tuner._ray.guard import guard_for
 
             guard = guard_for(self._error_key)
             if guard is not None and guard.exhausted is not None:
