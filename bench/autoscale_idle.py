@@ -36,7 +36,8 @@ def main() -> int:
     parser.add_argument("--epoch-s", type=float, default=2.0, help="seconds per epoch")
     args = parser.parse_args()
 
-    from tuner._ray.driver import RayOptions, run_campaign
+    from tuner._ray.cluster import RayOptions
+    from tuner._ray.driver import run_campaign
     from tuner.spec import parse_campaign
 
     node_types = {

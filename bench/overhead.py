@@ -260,7 +260,8 @@ def check_study(run_dir: Path, trials: list[Trial], expected: int) -> str | None
 
 
 def run_ours(epoch_s: float, trials: int) -> tuple[Run, str | None]:
-    from tuner._ray.driver import RayOptions, run_campaign
+    from tuner._ray.cluster import RayOptions
+    from tuner._ray.driver import run_campaign
     from tuner.spec import parse_campaign
 
     spec = parse_campaign(campaign_data(epoch_s, trials), "overhead.yaml")

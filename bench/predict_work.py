@@ -39,7 +39,8 @@ def main() -> int:
 
     from tuner import rundir
     from tuner._profiler import profile_campaign
-    from tuner._ray.driver import RayOptions, run_campaign
+    from tuner._ray.cluster import RayOptions
+    from tuner._ray.driver import run_campaign
     from tuner.spec import parse_campaign
 
     spec = parse_campaign(CAMPAIGN, "work-prediction.yaml")

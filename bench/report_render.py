@@ -31,7 +31,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     os.environ["TUNER_NO_REPORT"] = "1"
-    from tuner._ray.driver import RayOptions, run_campaign
+    from tuner._ray.cluster import RayOptions
+    from tuner._ray.driver import run_campaign
     from tuner.spec import parse_campaign
 
     data = {

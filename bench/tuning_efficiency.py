@@ -164,7 +164,8 @@ def _reports_from(folder: Path, metric: str) -> list[tuple[tuple[float, float], 
 
 
 def run_tuner(task: Task, seed: int, *, sampler: str, scheduler: str, trials: int) -> list[float]:
-    from tuner._ray.driver import RayOptions, run_campaign
+    from tuner._ray.cluster import RayOptions
+    from tuner._ray.driver import run_campaign
 
     spec = _campaign(task, seed, sampler=sampler, scheduler=scheduler, trials=trials)
     with tempfile.TemporaryDirectory(prefix="tuneff-") as tmp:
@@ -182,7 +183,7 @@ def run_stock(task: Task, seed: int, *, trials: int) -> list[float]:
     from ray.tune.schedulers import ASHAScheduler
     from ray.tune.search.optuna import OptunaSearch
 
-    from tuner._ray.driver import _service_config, _trainable
+    from tuner._ray.trial import service_config, tune_trainable
     from tuner.space import DefineByRun
 
     spec = _campaign(task, seed, sampler="tpe", scheduler="asha", trials=trials)
@@ -193,8 +194,8 @@ def run_stock(task: Task, seed: int, *, trials: int) -> list[float]:
             ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
         try:
             tuner = tune.Tuner(
-                _trainable(spec),
-                param_space=_service_config(spec, "stock"),
+                tune_trainable(spec),
+                param_space=service_config(spec, "stock"),
                 tune_config=tune.TuneConfig(
                     metric=spec.metric,
                     mode=mode,
@@ -237,7 +238,7 @@ def run_optuna(task: Task, seed: int, *, trials: int, budget: int | None = None)
     import optuna
 
     from trainables._session import LocalSession
-    from tuner._ray.driver import _service_config
+    from tuner._ray.trial import service_config
     from tuner.space import suggest
     from tuner.spec import resolve_trainable
 
@@ -269,7 +270,7 @@ def run_optuna(task: Task, seed: int, *, trials: int, budget: int | None = None)
             return None
 
     def objective(trial: optuna.Trial) -> float:
-        config = {**_service_config(spec, "optuna"), **suggest(trial, spec.space)}
+        config = {**service_config(spec, "optuna"), **suggest(trial, spec.space)}
         with tempfile.TemporaryDirectory(prefix="tuneff-") as root:
             session = PruningSession(trial, root)
             fn(config, session)

@@ -80,9 +80,9 @@ def test_the_embedded_ray_serves_its_dashboard_on_loopback_and_asks_for_a_token(
     import ray
     from ray._private.authentication.authentication_utils import is_token_auth_enabled
 
-    from tuner._ray.driver import RayOptions, _init_ray
+    from tuner._ray.cluster import RayOptions, init_ray
 
-    assert _init_ray(RayOptions(num_cpus=1))
+    assert init_ray(RayOptions(num_cpus=1))
     try:
         assert is_token_auth_enabled()
         session = ray._private.worker._global_node.get_session_dir_path()
@@ -107,7 +107,8 @@ def test_the_embedded_ray_serves_its_dashboard_on_loopback_and_asks_for_a_token(
 def test_no_secret_of_the_environment_reaches_the_run_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tuner._ray.driver import RayOptions, run_campaign
+    from tuner._ray.cluster import RayOptions
+    from tuner._ray.driver import run_campaign
     from tuner.spec import parse_campaign
 
     # Credentials the way a cloud user has them: in the environment (trials inherit it).

@@ -13,7 +13,7 @@ from tuner._argtypes import non_negative_float, positive_float, positive_int, wh
 from tuner.errors import SpecError, TunerError, closest
 
 if TYPE_CHECKING:
-    from tuner._ray.driver import RayOptions
+    from tuner._ray.cluster import RayOptions
 
 DEFAULT_CAMPAIGN = Path(__file__).resolve().parent.parent / "search_spaces" / "default.yaml"
 
@@ -307,7 +307,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def ray_options(args: argparse.Namespace) -> RayOptions:
     """Where Ray runs, from the ``--address``/``--num-cpus``/``--num-gpus`` flags."""
-    from tuner._ray.driver import RayOptions
+    from tuner._ray.cluster import RayOptions
 
     return RayOptions(
         address=args.address,

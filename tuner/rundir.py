@@ -24,7 +24,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 
@@ -126,3 +126,26 @@ def read_code_dirs(run_dir: Path) -> list[str]:
 def write_yaml(path: Path, data: Any) -> None:
     """Atomically writes block-style YAML, keys in insertion order."""
     atomic.write_text(path, yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
+
+
+def is_uri(storage: str | None) -> bool:
+    """Whether ``storage`` is a URI (s3://, gs://, file://...) rather than a local path."""
+    return storage is not None and "://" in storage
+
+
+def upload(run_dir: Path, storage: str | None, stream: TextIO | None) -> None:
+    """Copies the run folder's own files next to Tune's in the storage URI."""
+    if not is_uri(storage):
+        return
+    import pyarrow.fs  # type: ignore[import-untyped]  # Ray's dependency
+
+    assert storage is not None
+    target = f"{storage.rstrip('/')}/{run_dir.name}"
+    fs, path = pyarrow.fs.FileSystem.from_uri(target)
+    pyarrow.fs.copy_files(
+        str(run_dir.resolve()),
+        path,
+        source_filesystem=pyarrow.fs.LocalFileSystem(),
+        destination_filesystem=fs,
+    )
+    print(f"run folder copied to {target}", file=stream or sys.stdout)

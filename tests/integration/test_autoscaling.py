@@ -20,7 +20,9 @@ from optuna.trial import TrialState
 from tests.conftest import tiny_digits_campaign
 from tests.fakecluster import FakeCluster
 from tuner import rundir
-from tuner._ray.driver import STATUS_BUDGET, STATUS_HELD_BACK, RayOptions, run_campaign
+from tuner._ray.cluster import RayOptions
+from tuner._ray.driver import run_campaign
+from tuner.finish import STATUS_BUDGET, STATUS_HELD_BACK
 from tuner.spec import parse_campaign
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

@@ -16,14 +16,10 @@ from optuna.trial import TrialState
 
 from tests.conftest import tiny_digits_campaign
 from tuner import rundir
-from tuner._ray.driver import (
-    STATUS_BUDGET,
-    STATUS_HELD_BACK,
-    RayOptions,
-    resume_campaign,
-    run_campaign,
-)
+from tuner._ray.cluster import RayOptions
+from tuner._ray.driver import resume_campaign, run_campaign
 from tuner.errors import TunerError
+from tuner.finish import STATUS_BUDGET, STATUS_HELD_BACK
 from tuner.spec import parse_campaign
 
 pytestmark = pytest.mark.ray

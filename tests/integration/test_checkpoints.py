@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from tuner import rundir
-from tuner._ray.driver import RayOptions, run_campaign
+from tuner._ray.cluster import RayOptions
+from tuner._ray.driver import run_campaign
 from tuner.spec import parse_campaign
 
 pytestmark = pytest.mark.ray

@@ -10,7 +10,8 @@ from optuna.trial import TrialState
 
 from tests.conftest import tiny_digits_campaign
 from tuner import rundir
-from tuner._ray.driver import RayOptions, run_campaign
+from tuner._ray.cluster import RayOptions
+from tuner._ray.driver import run_campaign
 from tuner.spec import parse_campaign
 
 pytestmark = pytest.mark.ray

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tuner import rundir
-from tuner._ray.driver import RayOptions, max_concurrent_trials, run_campaign
+from tuner._ray.cluster import RayOptions, max_concurrent_trials
+from tuner._ray.driver import run_campaign
 from tuner.spec import parse_campaign
 
 pytestmark = pytest.mark.ray

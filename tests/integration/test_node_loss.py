@@ -27,7 +27,8 @@ from typing import Any
 import pytest
 
 from tuner import rundir
-from tuner._ray.driver import RayOptions, run_campaign
+from tuner._ray.cluster import RayOptions
+from tuner._ray.driver import run_campaign
 from tuner._ray.snapshot import BACKUP_DIR, STAGING_FILE
 from tuner.spec import parse_campaign
 from tuner.summary import open_study

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tiny_digits_campaign
-from tuner._ray.driver import RayOptions, resume_campaign, run_campaign
+from tuner._ray.cluster import RayOptions
+from tuner._ray.driver import resume_campaign, run_campaign
 from tuner.spec import parse_campaign
 
 pytestmark = pytest.mark.ray

@@ -22,7 +22,8 @@ import ray
 from optuna.trial import TrialState
 
 from tuner import rundir
-from tuner._ray.driver import RayOptions, _init_ray, run_campaign
+from tuner._ray.cluster import RayOptions, init_ray
+from tuner._ray.driver import run_campaign
 from tuner._ray.failures import STATUS_FAILURES
 from tuner.cli import campaign_exit_code
 from tuner.spec import parse_campaign
@@ -56,7 +57,7 @@ def _campaign(name: str, calls: Path, **failure: Any) -> dict[str, Any]:
 def local_ray() -> Iterator[None]:
     """One embedded Ray (2 CPUs) for both campaigns: the project's own ray.init."""
     rundir.add_code_dirs([str(ROOT)])  # before Ray starts: its workers import the trainable
-    started = _init_ray(RayOptions(num_cpus=2))
+    started = init_ray(RayOptions(num_cpus=2))
     yield
     if started:
         ray.shutdown()

@@ -16,8 +16,16 @@ from tuner.budget._capacity import (
     node_types_from_config,
     pending_reason,
 )
-from tuner.budget._ledger import LEDGER_FILE, Ledger, NodeRecord, NodeSeen, TrialRecord
-from tuner.budget._pricing import NodePricer, NodeRate, PricingError
+from tuner.budget._ledger import (
+    LEDGER_FILE,
+    Ledger,
+    NodeRecord,
+    NodeSeen,
+    TrialRecord,
+    format_spend,
+    read_ledger,
+)
+from tuner.budget._pricing import NodePricer, NodeRate, PricingError, make_pricer
 from tuner.budget._verdict import (
     Limits,
     Outlook,
@@ -49,8 +57,11 @@ __all__ = [
     "expected_epochs_left",
     "fits",
     "format_request",
+    "format_spend",
     "infeasible",
+    "make_pricer",
     "node_resources",
     "node_types_from_config",
     "pending_reason",
+    "read_ledger",
 ]

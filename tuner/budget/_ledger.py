@@ -16,9 +16,13 @@ campaign carries on with what was already spent.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
+
+from tuner.errors import TunerError
 
 LEDGER_FILE = "ledger.json"
 _FORMAT = 1
@@ -284,3 +288,38 @@ class Ledger:
                 start = trial.intervals[-1][0]
                 trial.intervals[-1][1] = max(last or 0.0, float(start or 0.0))
         return ledger
+
+
+def read_ledger(run_dir: Path) -> tuple[Ledger, dict[str, Any]]:
+    """The run's ledger.json as a ledger and as written (the guard's outcome is there too),
+    or a fresh ledger and {} when there is none."""
+    path = run_dir / LEDGER_FILE
+    if not path.is_file():
+        return Ledger(), {}
+    try:
+        data = dict(json.loads(path.read_text()))
+        return Ledger.from_dict(data), data
+    except (ValueError, TypeError, KeyError) as err:
+        raise TunerError(
+            f"{path}: the spend ledger is damaged ({err}).\n"
+            "  To fix: restore it from a backup; deleting it resumes with nothing spent."
+        ) from None
+
+
+def format_spend(budget: dict[str, Any]) -> str:
+    """The ledger's totals in one line, e.g. ``spent $1.20 of $5.00: 0.9 node-hours...``."""
+    limits = budget["limits"]
+    usd = f"${budget['usd']:,.2f}"
+    if limits.get("usd") is not None:
+        usd += f" of ${limits['usd']:,.2f}"
+    parts = [
+        f"spent {usd}",
+        f"{budget['node_hours']:.3g} node-hours on {budget['nodes']} node(s)",
+        f"{budget['gpu_hours']:.3g} GPU-hours of nodes"
+        + (f" (limit {limits['gpu_hours']:g})" if limits.get("gpu_hours") is not None else ""),
+        f"{budget['trial_gpu_hours']:.3g} GPU-hours in trials",
+    ]
+    share = budget.get("gpu_node_idle_share")
+    if share is not None:
+        parts.append(f"GPU nodes idle {100 * share:.0f}% of their time")
+    return "ledger: " + "; ".join(parts)

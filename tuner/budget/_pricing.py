@@ -16,11 +16,21 @@ Lookup order, first match wins:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from tuner.cost._catalog import GpuSpec, Instance, gpu_name_tokens, resolve_gpu
+from tuner.cost._catalog import (
+    CatalogWarning,
+    GpuSpec,
+    Instance,
+    gpu_name_tokens,
+    load_catalog,
+    resolve_gpu,
+)
 from tuner.errors import TunerError
+from tuner.spec import CampaignSpec
 
 RATE_LABEL = "tuner.io/usd-per-hour"
 INSTANCE_LABEL = "tuner.io/instance-type"
@@ -174,3 +184,21 @@ class NodePricer:
             per_gpu * count,
             f"catalog: cheapest {row.gpu} per GPU ({row.cloud} {row.instance_type}) x {count:g}",
         )
+
+
+def make_pricer(spec: CampaignSpec) -> NodePricer:
+    """Prices nodes for the ledger: the catalog (plus ``pricing.catalog``) and the default."""
+    user = spec.pricing.catalog
+    if user is not None and not Path(user).is_absolute() and spec.source != "<dict>":
+        beside = Path(spec.source).parent / user
+        user = str(beside) if beside.is_file() else user
+    with warnings.catch_warnings():
+        # Stale-price warnings belong to `tuner recommend`; the ledger uses what there is.
+        warnings.simplefilter("ignore", CatalogWarning)
+        catalog = load_catalog(user)
+    return NodePricer(
+        catalog.instances,
+        catalog.gpus,
+        default_usd_per_hour=spec.pricing.node_usd_per_hour,
+        spot=spec.pricing.spot,
+    )

@@ -16,7 +16,8 @@ import pytest
 from tests.browser import dump_dom, needs_chromium, screenshot
 from tests.conftest import tiny_digits_campaign
 from tuner import rundir
-from tuner._ray.driver import RayOptions, run_campaign
+from tuner._ray.cluster import RayOptions
+from tuner._ray.driver import run_campaign
 from tuner.cli import main
 from tuner.report import PLOTS, write_report
 from tuner.spec import parse_campaign

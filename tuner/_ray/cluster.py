@@ -1,0 +1,225 @@
+"""Where a campaign runs: starting or joining Ray, what the cluster holds and can fit.
+
+The cluster view comes from Ray's alive nodes and, where known, the autoscaler's config
+(node types and ``max_workers``): it decides how many trials run at once, refuses a trial
+no node can ever hold, and asks the autoscaler for the campaign's capacity up front.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ray
+import yaml
+
+from tuner.budget import (
+    NodePricer,
+    NodeType,
+    PricingError,
+    capacity,
+    format_request,
+    infeasible,
+    node_resources,
+    node_types_from_config,
+)
+from tuner.errors import TunerError
+from tuner.spec import CampaignSpec
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """Where the campaign runs.
+
+    Attributes:
+        address: None for an embedded local Ray; "auto", "host:port" or "ray://..." to join
+            an existing cluster (RAY_ADDRESS is honoured when this is None).
+        num_cpus: CPUs of the embedded local Ray (default: all of this machine's).
+        num_gpus: GPUs of the embedded local Ray (default: detected). Logical GPUs work on a
+            CPU-only machine: trials are scheduled as if they had one and train on the CPU.
+        worker_logs: Stream the trials' own output to this terminal (Ray keeps it in its
+            session logs either way).
+        cluster_config: The cluster's autoscaler config (node types and max_workers), for
+            capacity, PENDING reasons and prices of nodes not started yet. On a head made
+            by `ray up` it is found at ~/ray_bootstrap_config.yaml by itself.
+    """
+
+    address: str | None = None
+    num_cpus: int | None = None
+    num_gpus: float | None = None
+    worker_logs: bool = False
+    cluster_config: Path | None = None
+
+
+# Where `ray up` leaves the autoscaler's config on the head node.
+BOOTSTRAP_CONFIG = "~/ray_bootstrap_config.yaml"
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What the campaign knows of the cluster it runs on.
+
+    Attributes:
+        node_types: The autoscaler's node types (empty: no autoscaler config known).
+        max_workers: The autoscaler's global worker cap.
+        alive: Resources of each alive node.
+        config_path: Where the node types came from.
+    """
+
+    node_types: list[NodeType] = field(default_factory=list)
+    max_workers: int | None = None
+    alive: list[dict[str, float]] = field(default_factory=list)
+    config_path: str | None = None
+
+    @property
+    def autoscaling(self) -> bool:
+        """Whether an autoscaler config is known (capacity is asked for and released)."""
+        return bool(self.node_types)
+
+
+def read_cluster(options: RayOptions, *, joined: bool) -> ClusterView:
+    """The cluster's node types (from its autoscaler config) and its alive nodes."""
+    path = options.cluster_config
+    if path is None and joined:
+        bootstrap = Path(BOOTSTRAP_CONFIG).expanduser()
+        path = bootstrap if bootstrap.is_file() else None
+    node_types: list[NodeType] = []
+    max_workers = None
+    if path is not None:
+        try:
+            config = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError) as err:
+            raise TunerError(
+                f"{path}: cannot read the cluster config: {err}.\n"
+                "  To fix: pass the YAML file `ray up` used (--cluster-config)."
+            ) from None
+        if not isinstance(config, dict) or "available_node_types" not in config:
+            raise TunerError(
+                f"{path}: not an autoscaler config (no available_node_types).\n"
+                "  To fix: pass a cluster.yaml with node types, or leave --cluster-config out."
+            )
+        node_types = node_types_from_config(config)
+        raw = config.get("max_workers")
+        max_workers = int(raw) if isinstance(raw, (int, float)) else None
+    alive = [node_resources(n.get("Resources") or {}) for n in ray.nodes() if n.get("Alive")]
+    return ClusterView(node_types, max_workers, alive, None if path is None else str(path))
+
+
+def trial_request(spec: CampaignSpec) -> dict[str, float]:
+    """The resources one trial (one DDP worker of it) asks for."""
+    return spec.resources.bundle()
+
+
+def refuse_infeasible(
+    spec: CampaignSpec, cluster: ClusterView, *, autoscaler_unknown: bool
+) -> None:
+    """Raises when no node type (nor alive node) can ever hold one trial.
+
+    Without a known autoscaler config on a cluster that was joined, an autoscaler may still
+    add a node that fits, so only a warning is printed then.
+    """
+    reason = infeasible(trial_request(spec), cluster.node_types, cluster.alive)
+    if reason is None:
+        return
+    source = spec.source
+    if autoscaler_unknown:
+        print(
+            f"warning: {reason} (no autoscaler config known; a node that fits may still be added)",
+            file=sys.stderr,
+        )
+        return
+    where = cluster.config_path or "this machine's Ray"
+    raise TunerError(
+        f"{source}: resources: each trial asks for {format_request(trial_request(spec))}, "
+        f"but {reason} ({where}).\n"
+        "  To fix: lower resources.cpu / resources.gpu, or add a node type that fits "
+        "(or start the local Ray with --num-cpus / --num-gpus)."
+    )
+
+
+def init_ray(options: RayOptions) -> bool:
+    """Starts or joins Ray; returns True when this call started it (so we shut it down)."""
+    if ray.is_initialized():
+        return False
+    address = options.address or os.environ.get("RAY_ADDRESS")
+    common: dict[str, Any] = {
+        "logging_level": logging.WARNING,
+        "log_to_driver": options.worker_logs,
+    }
+    if address and address != "local":
+        ray.init(address=address, **common)
+    else:
+        # An embedded Ray is this process's alone: no dashboard UI, its dashboard
+        # process (Ray's job and state API) on loopback, and (Ray 2.60's default for a
+        # local cluster) every client must show the token in ~/.ray/auth_token. Ray 2.60
+        # itself turns a node address of 127.0.0.1 into the machine's reachable one and
+        # its GCS and raylet listen on all interfaces; the token is what keeps others out
+        # (README, "Security").
+        ray.init(
+            address="local",
+            num_cpus=options.num_cpus,
+            num_gpus=options.num_gpus,  # type: ignore[arg-type]  # fractional is fine
+            include_dashboard=False,
+            dashboard_host="127.0.0.1",
+            **common,
+        )
+    return True
+
+
+def is_joined(options: RayOptions) -> bool:
+    address = options.address or os.environ.get("RAY_ADDRESS")
+    return bool(address) and address != "local"
+
+
+def max_concurrent_trials(
+    spec: CampaignSpec, cluster: dict[str, float], view: ClusterView | None = None
+) -> int:
+    """Trials that can run at once: the campaign's cap, else what the cluster fits.
+
+    With the autoscaler's node types known, what the cluster fits at its largest.
+    """
+    if spec.resources.max_concurrent is not None:
+        return min(spec.resources.max_concurrent, spec.budget.trials)
+    workers = spec.resources.workers
+    if view is not None and view.autoscaling:
+        bundles = capacity(trial_request(spec), view.node_types, view.max_workers)
+        return max(1, min(spec.budget.trials, bundles // workers))
+    fits = cluster.get("CPU", 0.0) / spec.resources.cpus_per_trial
+    if spec.resources.gpu > 0:
+        fits = min(fits, cluster.get("GPU", 0.0) / spec.resources.gpus_per_trial)
+    return max(1, min(spec.budget.trials, math.floor(fits + 1e-9)))
+
+
+@contextmanager
+def capacity_requested(spec: CampaignSpec, cluster: ClusterView, slots: int) -> Iterator[None]:
+    """Asks the autoscaler for the campaign's capacity at once; releases it at the end."""
+    if not cluster.autoscaling:
+        yield
+        return
+    from ray.autoscaler.sdk import request_resources
+
+    bundle = trial_request(spec)
+    request_resources(bundles=[bundle] * (slots * spec.resources.workers))
+    try:
+        yield
+    finally:
+        # Idle nodes then go away after the autoscaler's idle timeout.
+        request_resources(bundles=[])
+
+
+def check_prices(pricer: NodePricer, cluster: ClusterView) -> None:
+    """Prices every node type before the campaign starts: a bad label is an error now."""
+    for node_type in cluster.node_types:
+        try:
+            pricer.price(node_type.resources, node_type.labels)
+        except PricingError as err:
+            raise TunerError(
+                f"{cluster.config_path}: available_node_types.{node_type.name}.labels: {err}"
+            ) from None

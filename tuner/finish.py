@@ -1,0 +1,205 @@
+"""The end of a campaign: summary.json and best.yaml from the study, profile.json and the
+predicted-vs-actual comparison, trials the budget never let start, and the report.
+
+No Ray: everything here reads the run folder (a resume and ``tuner report`` use it too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, TextIO
+
+from tuner import atomic, rundir
+from tuner._ray.failures import STATUS_FAILURES
+from tuner._ray.searcher import (
+    FAILURE_ATTR,
+    ORPHAN_REASON,
+    STOP_REASON_ATTR,
+    TUNE_TRIAL_ID_ATTR,
+)
+from tuner.contract import (
+    hyperparameters,
+)
+from tuner.cost import Profile, profile_from_run
+from tuner.cost._reality import (
+    actual_cost,
+    compare,
+    read_prediction,
+)
+from tuner.errors import TunerError
+from tuner.spec import CampaignSpec, Mode
+from tuner.summary import open_study, summarize
+
+NO_REPORT_ENV = "TUNER_NO_REPORT"
+"""Set (to anything but empty or 0) to skip the report at the end of a campaign (the test
+suite does: ~2 s of plotting per campaign); ``tuner report RUN_DIR`` writes it later."""
+
+
+def write_report_safely(run_dir: Path, out: TextIO) -> None:
+    """The campaign report at the end of the run; its failure never loses the campaign."""
+    if os.environ.get(NO_REPORT_ENV, "") not in ("", "0"):
+        return
+    from tuner.report import write_report
+
+    try:
+        written = write_report(run_dir)
+    except Exception as err:  # the results are saved; the report can be rewritten
+        print(
+            f"report not written ({type(err).__name__}: {err}); `tuner report {run_dir}` retries",
+            file=out,
+        )
+        return
+    print(
+        f"report: {written['html']} (also {written['markdown'].name}, {written['json'].name})",
+        file=out,
+    )
+
+
+def final_trial_ids(run_dir: Path) -> set[str]:
+    """Tune ids of the study's trials that ended (not as orphans): whole trials."""
+    try:
+        study = open_study(run_dir)
+    except FileNotFoundError:
+        return set()
+    return {
+        str(t.user_attrs[TUNE_TRIAL_ID_ATTR])
+        for t in study.get_trials(deepcopy=False)
+        if t.state.is_finished()
+        and TUNE_TRIAL_ID_ATTR in t.user_attrs
+        and t.user_attrs.get(STOP_REASON_ATTR) != ORPHAN_REASON
+    }
+
+
+def failed_trial_count(run_dir: Path) -> int:
+    """Trials of the study that failed by their own fault (what the failure limit counts)."""
+    try:
+        study = open_study(run_dir)
+    except FileNotFoundError:
+        return 0
+    return sum(1 for t in study.get_trials(deepcopy=False) if FAILURE_ATTR in t.user_attrs)
+
+
+STATUS_BUDGET = "budget exhausted"
+
+
+# What is left of the budget affords no further trial: none starts, the campaign ends.
+STATUS_HELD_BACK = "stopped: the budget affords no further trial"
+
+
+def close_unstarted(run_dir: Path, spec: CampaignSpec, reason: str) -> None:
+    """Trials asked for but stopped by the budget before they started: FAIL, with why.
+
+    Tune ends such trials without telling the searcher; left RUNNING, they would look
+    orphaned to a resume.
+    """
+    from optuna.trial import TrialState
+
+    from tuner._ray.searcher import STOP_REASON_ATTR
+
+    study = open_study(run_dir)
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        study._storage.set_trial_user_attr(
+            trial._trial_id, STOP_REASON_ATTR, f"{reason}; it never started"
+        )
+        study.tell(trial.number, state=TrialState.FAIL)
+
+
+def predicted_vs_actual(spec: CampaignSpec, run_dir: Path, wall_s: float) -> dict[str, Any] | None:
+    """Writes profile.json; compares what the trials used with prediction.json."""
+    run_profile = write_profile(spec, run_dir)
+    prediction = read_prediction(run_dir)
+    if prediction is None or run_profile is None:
+        return None
+    actual = actual_cost(
+        run_profile,
+        gpus_per_trial=spec.resources.gpus_per_trial,
+        usd_per_gpu_hour=float(prediction.get("usd_per_gpu_hour", 0.0)),
+        wall_s=wall_s,
+    )
+    return compare(prediction, actual)
+
+
+def write_summary(
+    spec: CampaignSpec,
+    run_dir: Path,
+    *,
+    wall_s: float | None,
+    tune_trials: int,
+    cost: dict[str, Any] | None = None,
+    budget: dict[str, Any] | None = None,
+    failure_limit: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Writes summary.json and best.yaml from the study; returns the summary.
+
+    ``cost`` (predicted vs actual, see :mod:`tuner.cost._reality`), ``budget`` (the
+    ledger's totals and the guard's outcome) and ``failure_limit`` (the failure watch's
+    count against ``failure.max_failed_trials``) are added when given.
+    """
+    study = open_study(run_dir)
+    summary = summarize(
+        study,
+        metric=spec.metric,
+        maximize=spec.mode is Mode.MAX,
+        max_epochs=spec.budget.max_epochs,
+    )
+    orphans = summary["orphans"]
+    real = summary["trials"] - orphans
+    finished = sum(summary["states"].get(s, 0) for s in ("COMPLETE", "PRUNED", "FAIL")) - orphans
+    status = "completed" if finished >= spec.budget.trials else "time limit reached"
+    if budget is not None and budget.get("exhausted"):
+        status = STATUS_BUDGET
+    elif budget is not None and budget.get("held_back") and finished < spec.budget.trials:
+        status = STATUS_HELD_BACK
+    if failure_limit is not None and failure_limit.get("limit_reached"):
+        status = STATUS_FAILURES
+    summary = {
+        "campaign": spec.name,
+        "status": status,
+        "trials_requested": spec.budget.trials,
+        "trials_run": real,
+        "trials_finished": finished,
+        "tune_trials": tune_trials,
+        "wall_s": wall_s,
+        **summary,
+        **({"cost": cost} if cost is not None else {}),
+        **({"budget": budget} if budget is not None else {}),
+        **({"failure_limit": failure_limit} if failure_limit is not None else {}),
+    }
+    atomic.write_json(run_dir / rundir.SUMMARY_FILE, summary)
+    best = summary["best"]
+    if best is not None:
+        config = trial_config(run_dir, best["tune_trial_id"]) or dict(best["params"])
+        rundir.write_yaml(
+            run_dir / rundir.BEST_FILE,
+            {
+                "campaign": spec.name,
+                "trial": best["tune_trial_id"],
+                "metric": spec.metric,
+                "value": best["value"],
+                "epochs": best["epochs"],
+                "config": config,
+            },
+        )
+    return summary
+
+
+def write_profile(spec: CampaignSpec, run_dir: Path) -> Profile | None:
+    """Writes profile.json: what the campaign's real trials measured (see tuner.cost)."""
+    try:
+        profile = profile_from_run(run_dir, campaign=spec.name, trainable=spec.trainable)
+    except TunerError:
+        return None  # no trial reported an epoch: nothing measured
+    profile.write(run_dir / rundir.PROFILE_FILE)
+    return profile
+
+
+def trial_config(run_dir: Path, tune_id: str) -> dict[str, Any] | None:
+    """The full config a trial ran with (hyperparameters and fixed settings)."""
+    params = run_dir / f"trial_{tune_id}" / "params.json"
+    if not params.is_file():
+        return None
+    with open(params) as handle:
+        config: dict[str, Any] = json.load(handle)
+    return hyperparameters(config)
