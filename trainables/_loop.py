@@ -34,31 +34,28 @@ one (partly written or copied, corrupted) falls back, with a warning, to the new
 earlier checkpoint of the trial, or to a fresh start, and the first report says so in
 ``tuner_checkpoint_fallback`` (``"<bad> -> <used>"``, ``<used>`` being ``none`` for a fresh
 start).
+
+:func:`fit` runs the steps; the parts live apart: the task (:mod:`trainables._task`), the
+training setup of a run (:mod:`trainables._run`), an epoch's training and evaluation
+(:mod:`trainables._epoch`) and the checkpointed state (:mod:`trainables._state`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import itertools
 import math
-import random
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
-import torch.nn.functional as F
-from torch import nn
 
-from trainables import _batches, _checkpoint, _cuda, _measure, _prune, _telemetry
+from trainables import _checkpoint, _cuda, _measure, _prune, _state, _telemetry
 from trainables._config import LoopConfig
-from trainables._plateau import Plateau
-from trainables._schedule import LRSchedule
+from trainables._epoch import Trained, evaluate, train_epoch, train_step
+from trainables._run import Run
+from trainables._run import train_loss_fn as _train_loss_fn  # noqa: F401  # tests import it here
 from trainables._session import Session
+from trainables._task import Augment, Task
 from tuner.contract import (
     CHECKPOINT_FALLBACK_KEY,
     DEVICE_KEY,
@@ -80,63 +77,10 @@ __all__ = [
 ]
 
 CHECKPOINT_FILE = _checkpoint.CHECKPOINT_FILE
-# 2: LambdaLR/OneCycleLR scheduler state, augmentation generator, pruning masks.
-# 3: plateau tracker state (best value and its epoch).
-# 4: the same state, always with a manifest (size and SHA-256 of state.pt).
-_STATE_FORMAT = 4
-# Format 2 lacks only the plateau state: such a trial resumes counting from its restore.
-_READABLE_FORMATS = (2, 3, 4)
-# Written before manifests: restored unverified when they load (a format-4 state without its
-# manifest is a partial write).
-_UNVERIFIED_FORMATS = (2, 3)
 # First-report key of a run whose handed checkpoint was bad: "<bad> -> <used>".
 FALLBACK_KEY = CHECKPOINT_FALLBACK_KEY
-# The augmentation stream is seeded apart from the data order (seed + this).
-_AUGMENT_SEED_OFFSET = 1
 # Samples in the one batch whose FLOPs are counted per trial.
 _FLOP_PROBE_SAMPLES = 8
-# Evaluation needs no activations for backward, so it can use bigger batches.
-_MIN_EVAL_BATCH = 1024
-
-LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-# A batch of training inputs and a CPU generator to draw random transforms from.
-Augment = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
-
-
-@dataclass(frozen=True)
-class Task:
-    """A classification problem for :func:`fit`.
-
-    Attributes:
-        x_train: Training inputs, first dimension is the sample.
-        y_train: Training class indices (int64).
-        x_val: Validation inputs.
-        y_val: Validation class indices (int64).
-        make_model: Builds a freshly initialised model (called after seeding).
-        loss_fn: Mean loss of a batch of logits against class indices.
-        augment: Random transform of a training batch (never applied to validation), or
-            None.
-        sample_train: Draws each epoch's training inputs and labels from the data-order
-            generator (e.g. fresh random windows of a text), as many as ``x_train`` holds;
-            None shuffles the fixed ``x_train``/``y_train`` instead.
-    """
-
-    x_train: torch.Tensor
-    y_train: torch.Tensor
-    x_val: torch.Tensor
-    y_val: torch.Tensor
-    make_model: Callable[[], nn.Module]
-    loss_fn: LossFn = F.cross_entropy
-    augment: Augment | None = None
-    sample_train: Callable[[torch.Generator], tuple[torch.Tensor, torch.Tensor]] | None = None
-
-    def __post_init__(self) -> None:
-        for x, y, split in ((self.x_train, self.y_train, "train"), (self.x_val, self.y_val, "val")):
-            if len(x) != len(y) or len(x) == 0:
-                raise ValueError(
-                    f"Task {split} split needs as many labels as inputs and at least one "
-                    f"sample, but got {len(x)} inputs and {len(y)} labels."
-                )
 
 
 def choose_device(requested: str, session: Session) -> torch.device:
@@ -174,310 +118,87 @@ def fit(config: dict[str, Any], task: Task, session: Session) -> None:
     Raises:
         ValueError: The config holds an invalid value.
     """
-    cfg = LoopConfig.from_config(config)
-    threads = session.cpu_count()
-    if threads:
-        torch.set_num_threads(threads)
-    device = choose_device(cfg.device, session)
-    with session.checkpoint_dir() as directory:
-        state, fallback = _restore(session, directory) if directory is not None else (None, None)
-    # What the restore fell back to goes into the run's first report, and only that one.
-    first_extra = {FALLBACK_KEY: fallback} if fallback is not None else {}
-
-    def report(metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
-        session.report({**metrics, **first_extra} if first_extra else metrics, checkpoint_dir)
-        first_extra.clear()
-
-    if state is not None and (
-        state["epoch"] >= cfg.max_epochs or STOP_REASON_KEY in state["metrics"]
-    ):
+    cfg, device = _configure(config, session)
+    state, fallback = _restore(session)
+    report = _Reporter(session, fallback)
+    if state is not None and _state.is_finished(state, cfg.max_epochs):
         # Already finished (e.g. a restarted trial): tell the scheduler again, train nothing.
         report(dict(state["metrics"]), None)
         return
-
-    _seed_everything(cfg.seed)
+    _state.seed_everything(cfg.seed)
     _cuda.configure_cuda(cfg, device)
-    model = task.make_model().to(device)
-    channels_last = cfg.channels_last and device.type == "cuda" and _cuda.has_conv2d(model)
-    if channels_last:
-        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
-    # Checkpoints hold the plain model's state; the compiled (or DDP) wrapper shares its
-    # parameters.
-    run_model: nn.Module = torch.compile(model) if cfg.compile else model  # type: ignore[assignment]
-    rank, world = session.rank_and_world()
-    if world > 1:
-        # The process group (gloo on CPU, NCCL on CUDA) was set up by Ray Train's
-        # TorchTrainer; DDP averages gradients and broadcasts rank 0's initial weights.
-        run_model = nn.parallel.DistributedDataParallel(
-            run_model, device_ids=[device.index] if device.type == "cuda" else None
-        )
-    on_device = _batches.keep_on_device(cfg.data_on_device, [task.x_train, task.y_train])
-    loader_workers = None if on_device else cfg.loader_workers
-    # On-device data is gathered there per batch; otherwise a DataLoader copies batches over.
-    x_train, y_train = task.x_train, task.y_train
-    x_val, y_val = task.x_val, task.y_val
-    if on_device:
-        x_train, y_train = x_train.to(device), y_train.to(device)
-        x_val, y_val = x_val.to(device), y_val.to(device)
-    # Each data-parallel worker trains on its 1/world share of every epoch's order.
-    shard = len(x_train) // world
-    steps_per_epoch = math.ceil(math.ceil(shard / cfg.batch_size) / cfg.grad_accum)
-    optimizer = _make_optimizer(cfg, model)
-    scheduler = LRSchedule(cfg, optimizer, steps_per_epoch)
-    train_loss_fn = _train_loss_fn(task.loss_fn, cfg.label_smoothing)
-    amp_dtype = _amp_dtype(cfg, device)
-    scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
-    data_order = torch.Generator().manual_seed(cfg.seed)
-    augment_rng = torch.Generator().manual_seed(cfg.seed + _AUGMENT_SEED_OFFSET)
-    plateau = Plateau(cfg.plateau_metric, cfg.plateau_patience, cfg.plateau_min_delta)
-    prune_epoch = cfg.max_epochs - cfg.prune_finetune_epochs if cfg.prune_amount > 0 else 0
-    start = 1
-    if state is not None:
-        if state["pruned"]:
-            _prune.add_mask_slots(model)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        if scaler is not None and state["scaler"] is not None:
-            scaler.load_state_dict(state["scaler"])
-        _set_rng_state(state["rng"], data_order, augment_rng, device)
-        if "plateau" in state:
-            plateau.load_state_dict(state["plateau"])
-        start = state["epoch"] + 1
-
-    def prepare(xb: torch.Tensor) -> torch.Tensor:
-        if task.augment is not None:
-            xb = task.augment(xb, augment_rng)
-        return xb.contiguous(memory_format=torch.channels_last) if channels_last else xb
-
-    # FLOPs and bytes per sample do not depend on the batch size, so a few samples are
-    # probed, not a whole batch: the probe then costs about one step of a small model.
-    probe_n = min(cfg.batch_size, _FLOP_PROBE_SAMPLES)
-    probe = _measure.probe_step(
-        model,
-        train_loss_fn,
-        _cuda.to_format(x_train[:probe_n].to(device), channels_last),
-        y_train[:probe_n].to(device),
-        device,
-    )
-    flops = probe.flops_per_sample
-    profile = _profile_metrics(cfg, probe, device, amp_dtype is not None)
+    run = Run.build(cfg, task, session, device)
+    start = _state.load(run, state) if state is not None else 1
+    flops, profile = _profile(run)
     timer = _measure.PhaseTimer(device)
     with _telemetry.gpu_telemetry(_cuda.trial_gpus(device)) as telemetry:
         for epoch in range(start, cfg.max_epochs + 1):
-            t0 = time.perf_counter()
-            model.train()
-            if task.sample_train is not None:
-                x_train, y_train = task.sample_train(data_order)
-                if on_device:
-                    x_train, y_train = x_train.to(device), y_train.to(device)
-            order = torch.randperm(len(x_train), generator=data_order)
-            if world > 1:
-                # Same permutation on every rank (same seed); equal shards keep the ranks'
-                # step counts, and so DDP's gradient all-reduces, in lockstep.
-                order = order[: shard * world][rank::world]
-            batches = _batches.micro_batches(
-                order,
-                x_train,
-                y_train,
-                cfg.batch_size,
-                device=device,
-                loader_workers=loader_workers,
-                non_blocking=cfg.non_blocking,
-            )
-            loss_sum = torch.zeros((), device=device)
-            for _ in range(steps_per_epoch):
-                timer.mark()
-                step = [(prepare(xb), yb) for xb, yb in itertools.islice(batches, cfg.grad_accum)]
-                timer.mark()
-                loss_sum += train_step(
-                    run_model,
-                    optimizer,
-                    train_loss_fn,
-                    step,
-                    grad_clip=cfg.grad_clip,
-                    scaler=scaler,
-                    amp_dtype=amp_dtype,
-                    device=device,
-                )
-                scheduler.step()
-                timer.mark()
-            if world > 1:
-                torch.distributed.all_reduce(loss_sum)  # the loss over all workers' shards
-            seen = len(order) * world
-            train_loss = (loss_sum / seen).item()
-            train_time = time.perf_counter() - t0
-            step_time, data_share = timer.summary()
-            samples_per_s = seen / train_time
-            metrics: dict[str, Any] = {
-                EPOCH_KEY: epoch,
-                "train_loss": train_loss,
-                "val_loss": math.nan,
-                "val_acc": math.nan,
-                "epoch_time_s": train_time,
-                "train_time_s": train_time,
-                "train_samples": seen,
-                "samples_per_s": samples_per_s,
-                "step_time_s": step_time,
-                "data_wait_share": data_share,
-                "flops_per_sample": flops,
-                "achieved_tflops": _measure.achieved_tflops(flops, samples_per_s),
-                "sparsity": _prune.sparsity(model),
-                DEVICE_KEY: str(device),
-                "workers": world,
-                **profile,
-            }
-            if not math.isfinite(train_loss):
-                metrics[STOP_REASON_KEY] = f"diverged: train loss is {train_loss} at epoch {epoch}"
+            trained = train_epoch(run, timer)
+            metrics = _train_metrics(run, epoch, trained, flops, profile)
+            diverged = _divergence("train", trained.loss, epoch)
+            if diverged is not None:
+                metrics[STOP_REASON_KEY] = diverged
                 report({**metrics, **_device_metrics(device, telemetry)}, None)
                 return
-            if epoch == prune_epoch and not _prune.is_pruned(model):
-                # After training epoch P, so its validation already scores the pruned model.
-                _prune.prune_globally(model, cfg.prune_amount)
-                metrics["sparsity"] = _prune.sparsity(model)
-            val_loss, val_acc = _evaluate(
-                run_model, task.loss_fn, x_val, y_val, cfg, device, amp_dtype, channels_last
-            )
-            metrics["epoch_time_s"] = time.perf_counter() - t0
-            # When this epoch's score was known, to the microsecond (Tune's own "timestamp"
-            # is whole seconds): orders results across trials (benchmarks, reports).
-            metrics[EPOCH_END_KEY] = time.time()
-            metrics.update(_device_metrics(device, telemetry))
-            if not math.isfinite(val_loss):
-                metrics[STOP_REASON_KEY] = f"diverged: val loss is {val_loss} at epoch {epoch}"
+            _prune_on_schedule(run, epoch, metrics)
+            val_loss, val_acc = evaluate(run)
+            _end_epoch(metrics, trained.started, device, telemetry)
+            diverged = _divergence("val", val_loss, epoch)
+            if diverged is not None:
+                metrics[STOP_REASON_KEY] = diverged
                 report(metrics, None)
                 return
             metrics["val_loss"], metrics["val_acc"] = val_loss, val_acc
-            stop = plateau.update(epoch, metrics[cfg.plateau_metric])
-            if stop is not None:
-                metrics[STOP_REASON_KEY] = stop
-            # The campaign's budget ran out: checkpoint this epoch and stop. The checkpoint
-            # does not record the stop, so a resume with more budget continues the trial.
-            paused = None if stop is not None else session.stop_requested(cfg.stop_key)
-            if (
-                paused is not None
-                or stop is not None
-                or epoch % cfg.checkpoint_every == 0
-                or (epoch == cfg.max_epochs)
-            ):
-                state = {
-                    "format": _STATE_FORMAT,
-                    "epoch": epoch,
-                    "model": model.state_dict(),
-                    "pruned": _prune.is_pruned(model),
-                    "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(),
-                    "scaler": scaler.state_dict() if scaler is not None else None,
-                    "rng": _get_rng_state(data_order, augment_rng, device),
-                    "plateau": plateau.state_dict(),
-                    "metrics": metrics,
-                }
-                # Ray copies the directory inside report(), so it may vanish right after.
-                if paused is not None:
-                    metrics = {**metrics, STOP_REASON_KEY: paused}
-                with tempfile.TemporaryDirectory() as out:
-                    _checkpoint.write(out, state)
-                    report(metrics, out)
-            else:
-                report(metrics, None)
+            stop, paused = _stop_signals(run, epoch, metrics, session)
+            _checkpoint_and_report(run, epoch, metrics, report, stop=stop, paused=paused)
             if stop is not None or paused is not None:
                 return
 
 
-def train_step(
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    loss_fn: LossFn,
-    batches: list[tuple[torch.Tensor, torch.Tensor]],
-    *,
-    grad_clip: float = 0.0,
-    scaler: torch.amp.GradScaler | None = None,
-    amp_dtype: torch.dtype | None = None,
-    device: torch.device | None = None,
-) -> torch.Tensor:
-    """One optimizer step over micro-batches; returns the summed (not mean) loss, detached.
-
-    Each micro-batch's mean loss is weighted by its share of the step's samples (1/N for N
-    equal micro-batches), so the accumulated gradient is that of one batch of all of them.
-    With ``grad_clip > 0`` the global gradient norm is clipped to it before the step.
-    """
-    device = device if device is not None else batches[0][0].device
-    total = sum(len(yb) for _, yb in batches)
-    loss_sum = torch.zeros((), device=device)
-    optimizer.zero_grad(set_to_none=True)
-    for xb, yb in batches:
-        with _autocast(device, amp_dtype):
-            loss = loss_fn(model(xb), yb)
-        # One micro-batch (the common case) needs no weighting, and no extra op per step.
-        scaled = loss * (len(yb) / total) if len(batches) > 1 else loss
-        torch.autograd.backward(scaler.scale(scaled) if scaler is not None else scaled)
-        # Summed on the device: a .item() per step would stall the GPU every batch.
-        loss_sum += loss.detach().float() * len(yb)
-    if grad_clip > 0:
-        if scaler is not None:
-            scaler.unscale_(optimizer)
-        nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-    if scaler is not None:
-        scaler.step(optimizer)
-        scaler.update()
-    else:
-        optimizer.step()
-    return loss_sum
+def _configure(config: dict[str, Any], session: Session) -> tuple[LoopConfig, torch.device]:
+    """Reads the loop's config, gives torch the session's CPU threads and picks the device."""
+    cfg = LoopConfig.from_config(config)
+    threads = session.cpu_count()
+    if threads:
+        torch.set_num_threads(threads)
+    return cfg, choose_device(cfg.device, session)
 
 
-def _train_loss_fn(loss_fn: LossFn, label_smoothing: float) -> LossFn:
-    if label_smoothing == 0:
-        return loss_fn
-    if loss_fn is not F.cross_entropy:
-        raise ValueError(
-            f"config['label_smoothing'] is {label_smoothing!r}, but this task's loss is not "
-            "cross-entropy, the only loss it applies to. To fix: leave it at 0.0."
-        )
-    return functools.partial(F.cross_entropy, label_smoothing=label_smoothing)
+def _restore(session: Session) -> tuple[dict[str, Any] | None, str | None]:
+    """The session's state to resume from (None: from scratch) and the fallback taken."""
+    with session.checkpoint_dir() as directory:
+        return _state.restore(session, directory) if directory is not None else (None, None)
 
 
-@torch.no_grad()
-def _evaluate(
-    model: nn.Module,
-    loss_fn: LossFn,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    cfg: LoopConfig,
-    device: torch.device,
-    amp_dtype: torch.dtype | None,
-    channels_last: bool = False,
-) -> tuple[float, float]:
-    """Mean loss and accuracy over a split, with one host sync at the end."""
-    model.eval()
-    loss_sum = torch.zeros((), device=device)
-    correct = torch.zeros((), device=device, dtype=torch.long)
-    batch = max(cfg.batch_size, _MIN_EVAL_BATCH)
-    for i in range(0, len(x), batch):
-        # A no-op for data already on the device; a copy per batch for host-side data.
-        xb = _cuda.to_format(x[i : i + batch].to(device, non_blocking=True), channels_last)
-        yb = y[i : i + batch].to(device, non_blocking=True)
-        with _autocast(device, amp_dtype):
-            logits = model(xb)
-        logits = logits.float()
-        loss_sum += loss_fn(logits, yb) * len(xb)
-        correct += (logits.argmax(dim=1) == yb).sum()
-    # Per target: one per sample, or one per position for sequence labels (batch, time).
-    return (loss_sum / len(x)).item(), correct.item() / y.numel()
+class _Reporter:
+    """Reports to the session, adding the restore's fallback to the run's first report."""
+
+    def __init__(self, session: Session, fallback: str | None) -> None:
+        self._session = session
+        # What the restore fell back to goes into the run's first report, and only that one.
+        self._first_extra = {FALLBACK_KEY: fallback} if fallback is not None else {}
+
+    def __call__(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        """Reports ``metrics`` and, if given, the checkpoint in ``checkpoint_dir``."""
+        extra = self._first_extra
+        self._session.report({**metrics, **extra} if extra else metrics, checkpoint_dir)
+        extra.clear()
 
 
-def _make_optimizer(cfg: LoopConfig, model: nn.Module) -> torch.optim.Optimizer:
-    params = model.parameters()
-    if cfg.optimizer == "sgd":
-        return torch.optim.SGD(
-            params,
-            lr=cfg.lr,
-            momentum=cfg.momentum,
-            nesterov=cfg.momentum > 0,
-            weight_decay=cfg.weight_decay,
-        )
-    if cfg.optimizer == "adamw":
-        return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+def _profile(run: Run) -> tuple[float, dict[str, Any]]:
+    """Training FLOPs per sample and the cost model's metrics, probed once per run."""
+    # FLOPs and bytes per sample do not depend on the batch size, so a few samples are
+    # probed, not a whole batch: the probe then costs about one step of a small model.
+    cfg, device = run.cfg, run.device
+    probe_n = min(cfg.batch_size, _FLOP_PROBE_SAMPLES)
+    probe = _measure.probe_step(
+        run.model,
+        run.train_loss_fn,
+        _cuda.to_format(run.x_train[:probe_n].to(device), run.channels_last),
+        run.y_train[:probe_n].to(device),
+        device,
+    )
+    return probe.flops_per_sample, _profile_metrics(cfg, probe, device, run.amp_dtype is not None)
 
 
 def _profile_metrics(
@@ -502,6 +223,60 @@ def _profile_metrics(
     return metrics
 
 
+def _train_metrics(
+    run: Run, epoch: int, trained: Trained, flops: float, profile: dict[str, Any]
+) -> dict[str, Any]:
+    """The epoch's metrics after training; validation fills in ``val_loss`` and ``val_acc``."""
+    samples_per_s = trained.samples / trained.time_s
+    return {
+        EPOCH_KEY: epoch,
+        "train_loss": trained.loss,
+        "val_loss": math.nan,
+        "val_acc": math.nan,
+        "epoch_time_s": trained.time_s,
+        "train_time_s": trained.time_s,
+        "train_samples": trained.samples,
+        "samples_per_s": samples_per_s,
+        "step_time_s": trained.step_time_s,
+        "data_wait_share": trained.data_wait_share,
+        "flops_per_sample": flops,
+        "achieved_tflops": _measure.achieved_tflops(flops, samples_per_s),
+        "sparsity": _prune.sparsity(run.model),
+        DEVICE_KEY: str(run.device),
+        "workers": run.world,
+        **profile,
+    }
+
+
+def _divergence(split: str, loss: float, epoch: int) -> str | None:
+    """The stop reason of a ``split`` loss that is no longer finite, else None."""
+    if math.isfinite(loss):
+        return None
+    return f"diverged: {split} loss is {loss} at epoch {epoch}"
+
+
+def _prune_on_schedule(run: Run, epoch: int, metrics: dict[str, Any]) -> None:
+    """Prunes the model after its pruning epoch's training, updating ``metrics``' sparsity."""
+    if epoch == run.prune_epoch and not _prune.is_pruned(run.model):
+        # After training epoch P, so its validation already scores the pruned model.
+        _prune.prune_globally(run.model, run.cfg.prune_amount)
+        metrics["sparsity"] = _prune.sparsity(run.model)
+
+
+def _end_epoch(
+    metrics: dict[str, Any],
+    started: float,
+    device: torch.device,
+    telemetry: _telemetry.Sampler | _telemetry.Unavailable,
+) -> None:
+    """Adds the epoch's time, end and device metrics to ``metrics`` once it is scored."""
+    metrics["epoch_time_s"] = time.perf_counter() - started
+    # When this epoch's score was known, to the microsecond (Tune's own "timestamp"
+    # is whole seconds): orders results across trials (benchmarks, reports).
+    metrics[EPOCH_END_KEY] = time.time()
+    metrics.update(_device_metrics(device, telemetry))
+
+
 def _device_metrics(
     device: torch.device, telemetry: _telemetry.Sampler | _telemetry.Unavailable
 ) -> dict[str, Any]:
@@ -512,80 +287,43 @@ def _device_metrics(
     return metrics
 
 
-def _amp_dtype(cfg: LoopConfig, device: torch.device) -> torch.dtype | None:
-    if device.type != "cuda" or not cfg.amp:
-        return None
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+def _stop_signals(
+    run: Run, epoch: int, metrics: dict[str, Any], session: Session
+) -> tuple[str | None, str | None]:
+    """The plateau's stop reason (added to ``metrics``) and, failing that, the budget's."""
+    stop = run.plateau.update(epoch, metrics[run.cfg.plateau_metric])
+    if stop is not None:
+        metrics[STOP_REASON_KEY] = stop
+    # The campaign's budget ran out: checkpoint this epoch and stop. The checkpoint
+    # does not record the stop, so a resume with more budget continues the trial.
+    paused = None if stop is not None else session.stop_requested(run.cfg.stop_key)
+    return stop, paused
 
 
-def _autocast(
-    device: torch.device, dtype: torch.dtype | None
-) -> contextlib.AbstractContextManager[Any]:
-    if dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=dtype)
-
-
-def _seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)  # also seeds every CUDA device
-
-
-def _get_rng_state(
-    data_order: torch.Generator, augment_rng: torch.Generator, device: torch.device
-) -> dict[str, Any]:
-    # Plain ints, lists and tensors only, so the file loads with torch.load(weights_only=True).
-    np_state = np.random.get_state(legacy=False)
-    return {
-        "python": random.getstate(),
-        "numpy": {
-            "key": np_state["state"]["key"].tolist(),
-            "pos": int(np_state["state"]["pos"]),
-            "has_gauss": int(np_state["has_gauss"]),
-            "gauss": float(np_state["gauss"]),
-        },
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-        "data_order": data_order.get_state(),
-        "augment": augment_rng.get_state(),
-    }
-
-
-def _set_rng_state(
-    rng: dict[str, Any],
-    data_order: torch.Generator,
-    augment_rng: torch.Generator,
-    device: torch.device,
+def _checkpoint_and_report(
+    run: Run,
+    epoch: int,
+    metrics: dict[str, Any],
+    report: _Reporter,
+    *,
+    stop: str | None,
+    paused: str | None,
 ) -> None:
-    random.setstate(rng["python"])
-    np_rng = rng["numpy"]
-    key = np.asarray(np_rng["key"], dtype=np.uint32)
-    np.random.set_state(("MT19937", key, np_rng["pos"], np_rng["has_gauss"], np_rng["gauss"]))
-    torch.set_rng_state(rng["torch"])
-    # A checkpoint written on a GPU may be resumed on CPU and vice versa.
-    if device.type == "cuda" and rng["cuda"] is not None:
-        torch.cuda.set_rng_state(rng["cuda"], device)
-    data_order.set_state(rng["data_order"])
-    augment_rng.set_state(rng["augment"])
-
-
-def _restore(session: Session, directory: str) -> tuple[dict[str, Any] | None, str | None]:
-    """The state to resume from (None: from scratch) and the fallback taken, if any.
-
-    A session may list the handed checkpoint's earlier ones itself (``checkpoint_lineage``,
-    as :class:`~trainables._session.RaySession` does for remote storage); otherwise they
-    are its sibling directories on the local disk.
-
-    Raises:
-        ValueError: A good checkpoint holds a state format this version cannot read.
-    """
-    lineage = getattr(session, "checkpoint_lineage", None) or _checkpoint.local_lineage
-    restored = _checkpoint.restore(directory, lineage, unverified_formats=_UNVERIFIED_FORMATS)
-    state = restored.state
-    if state is not None and state.get("format") not in _READABLE_FORMATS:
-        raise ValueError(
-            f"Checkpoint {directory!r} has format {state.get('format')!r}; this version reads "
-            f"formats {list(_READABLE_FORMATS)}."
-        )
-    return state, restored.fallback
+    """Reports the epoch, with a checkpoint when one is due or the trial stops after it."""
+    cfg = run.cfg
+    if not (
+        paused is not None
+        or stop is not None
+        or epoch % cfg.checkpoint_every == 0
+        or epoch == cfg.max_epochs
+    ):
+        report(metrics, None)
+        return
+    state = _state.capture(run, epoch, metrics)
+    # The budget's stop goes into the report only, not the checkpointed metrics.
+    if paused is not None:
+        metrics = {**metrics, STOP_REASON_KEY: paused}
+    # Ray copies the directory inside report(), so it may vanish right after.
+    with tempfile.TemporaryDirectory() as out:
+        _checkpoint.write(out, state)
+        report(metrics, out)
