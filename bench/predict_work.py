@@ -38,9 +38,9 @@ def main() -> int:
     args = parser.parse_args()
 
     from tuner import rundir
-    from tuner._profiler import profile_campaign
     from tuner._ray.cluster import RayOptions
     from tuner._ray.driver import run_campaign
+    from tuner.cli.cost import profile_campaign
     from tuner.spec import parse_campaign
 
     spec = parse_campaign(CAMPAIGN, "work-prediction.yaml")

@@ -32,11 +32,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import files_under
-from tuner._profiler import load_config_file
 from tuner.cli import main
 from tuner.cost import load_catalog, load_gpus, load_profile
 from tuner.errors import SpecError, TunerError
-from tuner.spec import load_campaign
+from tuner.spec import load_campaign, load_config_file
 from tuner.spec._checks import Checker
 from tuner.spec._parse_space import parse_space
 from tuner.spec._yaml import load_yaml
@@ -830,7 +829,7 @@ def cli_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     fake_campaign.run_campaign = refuse  # type: ignore[attr-defined]
     fake_campaign.resume_campaign = refuse  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "tuner._ray.driver", fake_campaign)
-    monkeypatch.setattr("tuner._costcli._measure", refuse)
+    monkeypatch.setattr("tuner.cli.cost._measure", refuse)
     yield tmp_path
     sys.modules.pop(TRAINABLE_MODULE, None)
 

@@ -28,13 +28,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import files_under
-from tuner import _argtypes
-from tuner._profiler import load_config_file
+from tuner.cli import _args as _argtypes
 from tuner.cli import main
 from tuner.cost import load_catalog, load_gpus, load_instances, load_profile
 from tuner.cost._profile import Profile
 from tuner.errors import SpecError, TunerError
-from tuner.spec import load_campaign, parse_campaign, parse_duration
+from tuner.spec import load_campaign, load_config_file, parse_campaign, parse_duration
 from tuner.spec._checks import Checker
 from tuner.spec._parse_space import parse_space
 from tuner.spec._yaml import load_yaml

@@ -40,9 +40,9 @@ from pathlib import Path
 import pytest
 
 from tuner import rundir
-from tuner._profiler import profile_campaign
 from tuner._ray.cluster import RayOptions
 from tuner._ray.driver import run_campaign
+from tuner.cli.cost import profile_campaign
 from tuner.spec import parse_campaign
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

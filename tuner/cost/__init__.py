@@ -26,6 +26,7 @@ from tuner.cost._predict import (
     spec_ratio_baseline,
 )
 from tuner.cost._profile import Profile, TrialProfile, load_profile, profile_from_run
+from tuner.cost._profile_spec import profile_spec
 from tuner.cost._recommend import (
     CampaignNeeds,
     InstanceOption,
@@ -76,6 +77,7 @@ __all__ = [
     "predict_throughput",
     "price_work",
     "profile_from_run",
+    "profile_spec",
     "recommend",
     "spec_ratio_baseline",
 ]

@@ -1,9 +1,10 @@
-"""From a campaign, a profile and a catalog to a recommendation and its report files.
+"""From a campaign, a profile and a catalog to a recommendation with its context (Advice).
 
 Joins the pieces of the cost model: every catalog instance gets this profile's predicted
 epoch on its GPU (:mod:`tuner.cost._transfer`), the campaign's ASHA geometry and
 resources give the needs, and :func:`~tuner.cost._recommend.recommend` ranks them.
-Pure: no Ray, no torch.
+Pure: no Ray, no torch. Its report files are written by
+:func:`tuner.report.write_recommendation`.
 """
 
 from __future__ import annotations
@@ -12,14 +13,12 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tuner.cost._catalog import Catalog, Instance
 from tuner.cost._predict import Calibration
 from tuner.cost._profile import Profile
 from tuner.cost._recommend import CampaignNeeds, InstanceOption, Recommendation, recommend
-from tuner.cost._report import render_html
 from tuner.cost._transfer import estimate_epoch
 from tuner.cost._work import AshaGeometry, SpotRisk
 from tuner.errors import SpecError
@@ -96,7 +95,8 @@ def instance_options(
 
 @dataclass(frozen=True)
 class Advice:
-    """A recommendation with the context its reports print."""
+    """A recommendation with the context its reports print (see
+    :func:`tuner.report.write_recommendation`)."""
 
     campaign: str
     recommendation: Recommendation
@@ -117,23 +117,6 @@ class Advice:
             },
             "notes": list(self.notes),
         }
-
-    def write(self, out_dir: Path) -> dict[str, Path]:
-        """Writes recommend.md, recommend.html and recommend.json; returns their paths."""
-        from tuner import atomic
-
-        rec = self.recommendation
-        title = f"Instance recommendation: {self.campaign}"
-        md = "\n".join([f"# {title}", "", rec.markdown(), "", *[f"{n}  " for n in self.notes], ""])
-        files = {
-            "markdown": out_dir / "recommend.md",
-            "html": out_dir / "recommend.html",
-            "json": out_dir / "recommend.json",
-        }
-        atomic.write_text(files["markdown"], md)
-        atomic.write_text(files["html"], render_html(rec, title=title, notes=self.notes))
-        atomic.write_json(files["json"], self.to_dict())
-        return files
 
 
 def advise(

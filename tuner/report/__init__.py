@@ -1,5 +1,7 @@
-"""Campaign reports: ``report.json``, ``report.md`` (plots beside it) and a self-contained
-``report.html``, from a run folder alone (see :func:`write_report`)."""
+"""Reports: a campaign's ``report.json``, ``report.md`` (plots beside it) and self-contained
+``report.html``, from a run folder alone (see :func:`write_report`); and a recommendation's
+``recommend.md``, ``recommend.html`` and ``recommend.json`` (see :func:`write_recommendation`).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from pathlib import Path
 
 from tuner import atomic
 from tuner.report._collect import collect, outcome_of, rungs, spend_series
+from tuner.report._recommendation import write_recommendation
 from tuner.report._render import PLOTS, html_page, markdown, plots
 
 REPORT_JSON = "report.json"
@@ -50,5 +53,6 @@ __all__ = [
     "outcome_of",
     "rungs",
     "spend_series",
+    "write_recommendation",
     "write_report",
 ]

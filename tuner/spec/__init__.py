@@ -37,7 +37,7 @@ from tuner.spec._params import (
 )
 from tuner.spec._parse import parse_campaign
 from tuner.spec._trainable import resolve_trainable
-from tuner.spec._yaml import load_campaign
+from tuner.spec._yaml import load_campaign, load_config_file
 
 __all__ = [
     "RESERVED_PREFIX",
@@ -62,6 +62,7 @@ __all__ = [
     "Space",
     "format_duration",
     "load_campaign",
+    "load_config_file",
     "parse_campaign",
     "parse_duration",
     "resolve_trainable",

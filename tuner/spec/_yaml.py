@@ -1,8 +1,11 @@
-"""Loading campaign files: safe YAML without duplicate keys, then validation."""
+"""Loading YAML files: safe YAML without duplicate keys, then validation (campaign files,
+and the configuration files ``tuner profile --config`` reads)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -178,3 +181,44 @@ def load_campaign(path: str | os.PathLike[str], *, check_trainable: bool = True)
             fix="see search_spaces/ for example campaign files",
         )
     return parse_campaign(data, source, check_trainable=check_trainable)
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    """The configuration in a ``best.yaml`` (its ``config:``) or a plain YAML mapping.
+
+    Args:
+        path: The YAML file.
+
+    Returns:
+        The hyperparameter names and values.
+
+    Raises:
+        SpecError: Unreadable file, bad YAML, or not a mapping of names to values.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise SpecError(str(path), "file", "cannot read config file", got=err.strerror) from None
+    except UnicodeDecodeError as err:
+        raise SpecError(
+            str(path),
+            "file",
+            "not a UTF-8 text file",
+            got=str(err),
+            fix="save the config file as YAML with UTF-8 encoding",
+        ) from None
+    data = load_yaml(text, str(path))
+    if isinstance(data, Mapping) and isinstance(data.get("config"), Mapping):
+        data = data["config"]
+    if not isinstance(data, Mapping) or not data:
+        empty = data is None or isinstance(data, Mapping)
+        raise SpecError(
+            str(path),
+            "config",
+            "names no hyperparameter"
+            if empty
+            else "expected a mapping of hyperparameter names to values",
+            got=data if empty else type(data).__name__,
+            fix="pass a best.yaml written by `tuner run`, or a YAML mapping like `lr: 0.01`",
+        )
+    return {str(k): v for k, v in data.items()}

@@ -12,6 +12,7 @@ from tests.tuner.cost._synthetic import FLAT
 from tuner.cost import AshaGeometry, Catalog, GpuSpec, Instance, Profile, TrialProfile
 from tuner.cost._advise import advise, option_name
 from tuner.errors import SpecError
+from tuner.report import write_recommendation
 
 DAY = date(2026, 12, 1)
 
@@ -110,7 +111,7 @@ def test_cloud_filter() -> None:
 
 def test_reports_are_written(tmp_path: Path) -> None:
     advice = _advise(deadline_h=10.0)
-    files = advice.write(tmp_path / "out")
+    files = write_recommendation(advice, tmp_path / "out")
     data = json.loads(files["json"].read_text())
     assert data["campaign"] == "c" and data["profile"]["gpu_name"] == "SLOW"
     assert data["cheapest_within_deadline"] == "aws/r1/fast.1"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.tuner.cost._synthetic import FLAT, GPUS
+from tuner.cli.cost import add_predict_command, run_predict
 from tuner.cost import (
     Calibration,
     GpuSpec,
@@ -17,7 +18,6 @@ from tuner.cost import (
     spec_ratio_baseline,
 )
 from tuner.cost._calibrate import fit_calibration, load_measurements
-from tuner.cost._cli import add_predict_command, run_predict
 from tuner.errors import SpecError
 
 

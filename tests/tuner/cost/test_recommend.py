@@ -14,8 +14,8 @@ from tuner.cost._recommend import (
     Recommendation,
     recommend,
 )
-from tuner.cost._report import render_html
 from tuner.cost._work import AshaGeometry
+from tuner.report._recommendation import render_html
 
 
 def _option(

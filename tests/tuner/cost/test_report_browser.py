@@ -8,6 +8,7 @@ import numpy as np
 
 from tests.browser import dump_dom, needs_chromium, screenshot
 from tests.tuner.cost.test_advise import _advise
+from tuner.report import write_recommendation
 
 
 def _pixels_near(png: Path, rgb: tuple[int, int, int], tol: int = 40) -> int:
@@ -19,7 +20,7 @@ def _pixels_near(png: Path, rgb: tuple[int, int, int], tol: int = 40) -> int:
 
 @needs_chromium
 def test_recommendation_page_renders_its_plot_in_chromium(tmp_path: Path) -> None:
-    files = _advise(deadline_h=10.0).write(tmp_path)
+    files = write_recommendation(_advise(deadline_h=10.0), tmp_path)
     dom = dump_dom(files["html"])
     assert '<img id="cost-vs-time" src="data:image/png;base64,' in dom
     assert "Cheapest within the deadline: aws/r1/fast.1" in dom

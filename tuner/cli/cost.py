@@ -1,23 +1,45 @@
-"""``tuner profile`` and ``tuner recommend``: measure a trainable, then rank instance types.
+"""``tuner profile``, ``tuner recommend`` and ``tuner predict``: measure, rank, predict.
 
-Wired into :mod:`tuner.cli`; heavy imports (Ray, torch) happen only when a profile is
-measured.
+``profile`` measures a campaign's trainable with a few short trials on this device,
+``recommend`` ranks GPU instance types for a campaign, a budget and a deadline (and can
+write a cluster.yaml for the pick), ``predict`` gives a measured throughput on another GPU.
+Heavy imports (Ray, torch) happen only when a profile is measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import io
 import json
 import sys
+import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tuner._argtypes import positive_float, positive_int
-from tuner.errors import SpecError, TunerError
+from tuner.cli._args import (
+    DEFAULT_CAMPAIGN,
+    add_ray_arguments,
+    load_campaign_file,
+    positive_float,
+    positive_int,
+    ray_options,
+)
+from tuner.errors import SpecError
 
-__all__ = ["add_profile_command", "add_recommend_command"]
+if TYPE_CHECKING:
+    from tuner.cost import Profile
+    from tuner.spec import CampaignSpec
+
+__all__ = [
+    "add_predict_command",
+    "add_profile_command",
+    "add_recommend_command",
+    "profile_campaign",
+    "run_predict",
+]
 
 _PROFILE_EPILOG = """\
 examples:
@@ -37,10 +59,19 @@ how long an epoch and a trial start-up take where it was measured; without one, 
 trainable is measured here first. Reports go to recommendations/<campaign>/.
 """
 
+_PREDICT_EPILOG = """\
+example:
+  tuner predict --from A100-SXM4-40GB --to H100-SXM5 --precision amp --samples-per-s 1200
+"""
 
-def add_profile_command(sub: Any, ray_args: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Adds ``tuner profile`` to the CLI's subparsers."""
-    parser: argparse.ArgumentParser = sub.add_parser(
+
+def add_profile_command(subparsers: Any) -> None:
+    """Adds ``tuner profile`` to the CLI's subparsers.
+
+    Args:
+        subparsers: What ``ArgumentParser.add_subparsers()`` returned.
+    """
+    parser: argparse.ArgumentParser = subparsers.add_parser(
         "profile",
         help="measure a campaign's trainable on this machine (for `tuner recommend`)",
         description="Run a few short trials of a campaign's trainable, one at a time, and "
@@ -54,15 +85,19 @@ def add_profile_command(sub: Any, ray_args: Callable[[argparse.ArgumentParser], 
     parser.add_argument("--trials", type=positive_int, default=3, help="trials to measure (3)")
     parser.add_argument("--epochs", type=positive_int, default=3, help="epochs per trial (3)")
     parser.add_argument("--out", type=Path, help="JSON file (default: profiles/<campaign>.json)")
-    ray_args(parser)
+    add_ray_arguments(parser)
     parser.set_defaults(handler=_cmd_profile)
 
 
-def add_recommend_command(sub: Any, ray_args: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Adds ``tuner recommend`` to the CLI's subparsers."""
+def add_recommend_command(subparsers: Any) -> None:
+    """Adds ``tuner recommend`` to the CLI's subparsers.
+
+    Args:
+        subparsers: What ``ArgumentParser.add_subparsers()`` returned.
+    """
     from tuner.cost._predict import PRECISIONS
 
-    parser: argparse.ArgumentParser = sub.add_parser(
+    parser: argparse.ArgumentParser = subparsers.add_parser(
         "recommend",
         help="rank GPU instance types for a campaign, a budget and a deadline",
         description="Predict a campaign's hours and dollars on every instance type of the "
@@ -95,30 +130,93 @@ def add_recommend_command(sub: Any, ray_args: Callable[[argparse.ArgumentParser]
     parser.add_argument("--out", type=Path, help="report folder (recommendations/<campaign>/)")
     parser.add_argument("--emit-cluster", type=Path, help="write a cluster.yaml for the pick")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
-    ray_args(parser)
+    add_ray_arguments(parser)
     parser.set_defaults(handler=_cmd_recommend)
 
 
-def _load_spec(path: Path | None) -> Any:
-    from tuner.cli import DEFAULT_CAMPAIGN
-    from tuner.rundir import add_code_dirs
-    from tuner.spec import load_campaign
+def add_predict_command(subparsers: Any) -> argparse.ArgumentParser:
+    """Adds ``tuner predict`` to the CLI's subparsers.
 
-    path = path or DEFAULT_CAMPAIGN
-    if not path.is_file():
-        raise TunerError(
-            f"{path}: no such campaign file.\n  To fix: pass a YAML file such as "
-            "search_spaces/default.yaml."
+    Args:
+        subparsers: What ``ArgumentParser.add_subparsers()`` returned.
+
+    Returns:
+        The new subparser (its handler is :func:`run_predict`).
+    """
+    from tuner.cost._predict import PRECISIONS
+
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "predict",
+        help="predict samples/s on another GPU from a measured one",
+        epilog=_PREDICT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--from", dest="from_gpu", required=True, help="measured GPU model")
+    parser.add_argument("--to", dest="to_gpu", required=True, help="GPU model to predict for")
+    parser.add_argument("--precision", required=True, choices=PRECISIONS)
+    parser.add_argument(
+        "--samples-per-s", type=float, required=True, help="measured training throughput on --from"
+    )
+    parser.add_argument(
+        "--flops-per-sample",
+        type=float,
+        default=None,
+        help="training FLOPs per sample (forward + backward), if measured",
+    )
+    parser.add_argument(
+        "--workload-class",
+        default="default",
+        help="calibrated class for the split when FLOPs are unknown",
+    )
+    parser.add_argument(
+        "--non-scaling-share",
+        type=float,
+        default=0.0,
+        help="share of the measured time that does not scale (data loading)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(handler=run_predict)
+    return parser
+
+
+def profile_campaign(
+    spec: CampaignSpec,
+    *,
+    trials: int = 3,
+    epochs: int = 3,
+    config: Mapping[str, Any] | None = None,
+    options: Any = None,
+    code_dirs: list[str] | None = None,
+) -> Profile:
+    """Runs the profiling trials on a local (or joined) Ray and returns the profile.
+
+    The trials of :func:`tuner.cost.profile_spec` run exactly as a campaign's do, one at a
+    time, in a temporary run folder; their results become a :class:`~tuner.cost.Profile`.
+
+    Args:
+        spec: The campaign whose trainable to measure.
+        trials: Trials (configurations) to measure.
+        epochs: Epochs per trial.
+        config: One configuration to measure (all trials use it), else random draws.
+        options: Where Ray runs (:class:`tuner._ray.driver.RayOptions`).
+        code_dirs: Folders the trainable imports from.
+
+    Raises:
+        SpecError: Bad config, or no trial reported an epoch (the trainable failed).
+    """
+    from tuner._ray.driver import run_campaign
+    from tuner.cost import profile_from_run, profile_spec
+
+    measured = profile_spec(spec, trials=trials, epochs=epochs, config=config)
+    with tempfile.TemporaryDirectory(prefix="tuner-profile-") as tmp:
+        run_dir = Path(tmp) / measured.name
+        run_campaign(measured, run_dir, options, stream=io.StringIO(), code_dirs=code_dirs)
+        return profile_from_run(
+            run_dir, campaign=spec.name, trainable=spec.trainable, source="tuner profile"
         )
-    code_dirs = list(dict.fromkeys([str(path.resolve().parent), str(Path.cwd())]))
-    add_code_dirs(code_dirs)
-    return load_campaign(path), code_dirs
 
 
 def _measure(spec: Any, code_dirs: list[str], args: argparse.Namespace, **kw: Any) -> Any:
-    from tuner._profiler import profile_campaign
-    from tuner.cli import ray_options
-
     return profile_campaign(spec, options=ray_options(args), code_dirs=code_dirs, **kw)
 
 
@@ -145,9 +243,9 @@ def _print_profile(profile: Any, out: Path) -> None:
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
-    from tuner._profiler import load_config_file
+    from tuner.spec import load_config_file
 
-    spec, code_dirs = _load_spec(args.campaign)
+    spec, code_dirs = load_campaign_file(args.campaign or DEFAULT_CAMPAIGN)
     config = load_config_file(args.config) if args.config is not None else None
     out = args.out or Path("profiles") / f"{spec.name}.json"
     profile = _measure(spec, code_dirs, args, trials=args.trials, epochs=args.epochs, config=config)
@@ -167,13 +265,14 @@ def _gpus_per_trial(spec: Any, flag: float | None) -> float:
 def _cmd_recommend(args: argparse.Namespace) -> int:
     from tuner.cost import AshaGeometry, load_catalog, load_profile
     from tuner.cost._advise import advise
+    from tuner.report import write_recommendation
     from tuner.spec import parse_duration
 
     deadline_h = None
     if args.deadline is not None:
         deadline_h = parse_duration(args.deadline, source="<cli>", path="--deadline") / 3600
     provision_s = parse_duration(args.provision, source="<cli>", path="--provision")
-    spec, code_dirs = _load_spec(args.campaign)
+    spec, code_dirs = load_campaign_file(args.campaign or DEFAULT_CAMPAIGN)
     out_dir = args.out or Path("recommendations") / spec.name
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -212,7 +311,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
         max_instances=args.max_instances,
         provision_s=provision_s,
     )
-    files = advice.write(out_dir)
+    files = write_recommendation(advice, out_dir)
     rec = advice.recommendation
     if args.json:
         print(json.dumps(advice.to_dict(), indent=2))
@@ -260,3 +359,39 @@ def _emit_cluster(advice: Any, catalog: Any, path: Path, *, spot: bool) -> None:
     print(
         f"wrote {path} ({pick}, up to {plan.instances} GPU worker(s)); Ray's validator accepts it"
     )
+
+
+def run_predict(args: argparse.Namespace) -> int:
+    """Prints the prediction for parsed ``predict`` arguments and returns 0.
+
+    Raises:
+        SpecError: Unknown GPU, precision or class, or a bad number.
+    """
+    from tuner.cost._predict import predict_throughput, spec_ratio_baseline
+
+    prediction = predict_throughput(
+        args.samples_per_s,
+        args.from_gpu,
+        args.to_gpu,
+        args.precision,
+        args.flops_per_sample,
+        workload_class=args.workload_class,
+        non_scaling_share=args.non_scaling_share,
+    )
+    baseline = spec_ratio_baseline(args.samples_per_s, args.from_gpu, args.to_gpu, args.precision)
+    if args.json:
+        data = dataclasses.asdict(prediction)
+        data["spec_ratio_samples_per_s"] = baseline
+        print(json.dumps(data, indent=2))
+        return 0
+    p = prediction
+    print(
+        f"{p.from_gpu} -> {p.to_gpu} ({p.precision}): {p.from_samples_per_s:.1f} -> "
+        f"{p.samples_per_s:.1f} samples/s (x{p.speedup:.2f}; spec ratio {baseline:.1f})"
+    )
+    print(f"split ({p.method}): compute share {p.compute_share:.0%} of the GPU part")
+    print(f"{'us/sample':<10}{'compute':>10}{'memory':>10}{'fixed':>10}{'total':>10}")
+    for label, parts in ((p.from_gpu, p.source), (p.to_gpu, p.target)):
+        values = (parts.compute_s, parts.memory_s, parts.non_scaling_s, parts.total_s)
+        print(f"{label[:10]:<10}" + "".join(f"{v * 1e6:>10.1f}" for v in values))
+    return 0

@@ -12,7 +12,7 @@ from tests.conftest import run_cli
 from tests.tuner.cost.test_profile import write_trial
 from tuner.cost import profile_from_run
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEFAULT = ROOT / "search_spaces" / "default.yaml"
 
 

@@ -1,7 +1,8 @@
-"""A self-contained HTML page for a recommendation: the table and a cost-vs-time plot.
+"""A recommendation's report: recommend.md, and a self-contained recommend.html with the
+table and a cost-vs-time plot, beside recommend.json (see :func:`write_recommendation`).
 
-matplotlib is imported inside :func:`render_html` only (Agg backend), so importing the
-cost model stays fast and needs no display.
+matplotlib is imported inside :func:`plot_png` only (Agg backend), so importing this module
+stays fast and needs no display.
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ import base64
 import html
 import io
 from collections.abc import Sequence
+from pathlib import Path
 
+from tuner import atomic
+from tuner.cost._advise import Advice
 from tuner.cost._recommend import TABLE_HEADER, OptionPlan, Recommendation
 
-__all__ = ["plot_png", "render_html"]
+__all__ = ["plot_png", "render_html", "write_recommendation"]
 
 
 def _priced(rec: Recommendation) -> list[tuple[OptionPlan, float, float]]:
@@ -136,3 +140,27 @@ def render_html(
         f"{_table_html(rec)}"
         "</body></html>\n"
     )
+
+
+def write_recommendation(advice: Advice, out_dir: Path) -> dict[str, Path]:
+    """Writes recommend.md, recommend.html and recommend.json into ``out_dir``.
+
+    Args:
+        advice: The recommendation and the context its reports print.
+        out_dir: The report folder (made if missing).
+
+    Returns:
+        The files by kind: ``markdown``, ``html``, ``json``.
+    """
+    rec = advice.recommendation
+    title = f"Instance recommendation: {advice.campaign}"
+    md = "\n".join([f"# {title}", "", rec.markdown(), "", *[f"{n}  " for n in advice.notes], ""])
+    files = {
+        "markdown": out_dir / "recommend.md",
+        "html": out_dir / "recommend.html",
+        "json": out_dir / "recommend.json",
+    }
+    atomic.write_text(files["markdown"], md)
+    atomic.write_text(files["html"], render_html(rec, title=title, notes=advice.notes))
+    atomic.write_json(files["json"], advice.to_dict())
+    return files

@@ -1,0 +1,92 @@
+"""The ``tuner`` command line: run, resume and show hyperparameter tuning campaigns.
+
+This module builds the parser from the command modules (:mod:`tuner.cli.run`,
+:mod:`tuner.cli.show`, :mod:`tuner.cli.cost`) and turns usage errors and a handler's errors
+into exit statuses; the flags the commands share are in :mod:`tuner.cli._args`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import NoReturn
+
+from tuner.cli._args import DEFAULT_CAMPAIGN, add_run_arguments, ray_options
+from tuner.cli._exit import handled as _handled
+from tuner.cli.cost import add_predict_command, add_profile_command, add_recommend_command
+from tuner.cli.run import (
+    EXIT_FAILURE_LIMIT,
+    add_resume_command,
+    add_run_command,
+    campaign_exit_code,
+    run_from_args,
+)
+from tuner.cli.show import add_report_command, add_show_command
+from tuner.errors import closest
+
+__all__ = [
+    "DEFAULT_CAMPAIGN",
+    "EXIT_FAILURE_LIMIT",
+    "add_run_arguments",
+    "build_parser",
+    "campaign_exit_code",
+    "main",
+    "ray_options",
+    "run_from_args",
+]
+
+_EPILOG = """\
+examples:
+  tuner run                                   the default campaign (CNN on 8x8 digits)
+  tuner run search_spaces/tabular_mlp.yaml --trials 8 --max-epochs 5
+  tuner run my_campaign.yaml --address auto   join a running Ray cluster
+  tuner resume runs/digits-cnn                continue a killed campaign
+  tuner show runs/digits-cnn                  top trials of a run
+  tuner profile search_spaces/default.yaml     measure the trainable here (JSON profile)
+  tuner recommend --budget 50 --deadline 2h   rank GPU instance types for the default campaign
+  tuner predict --from A100-SXM4-40GB --to H100-SXM5 --precision amp --samples-per-s 1200
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (public for tests and docs)."""
+    parser = argparse.ArgumentParser(
+        prog="tuner",
+        description="Hyperparameter tuning campaigns for PyTorch on Ray Tune + Optuna + ASHA.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    add_run_command(sub)
+    add_resume_command(sub)
+    add_show_command(sub)
+    add_report_command(sub)
+    add_profile_command(sub)
+    add_recommend_command(sub)
+    add_predict_command(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tuner`` console script; returns the exit code."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _reject_unknown(parser, args.command, unknown)
+    return _handled(args.handler, args)
+
+
+def _reject_unknown(parser: argparse.ArgumentParser, command: str, unknown: list[str]) -> NoReturn:
+    """argparse's "unrecognized arguments" usage error (exit 2), from the subcommand's
+    parser and with the closest flag it has (``--trails`` -> ``--trials``)."""
+    sub = parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            sub = action.choices[command]
+    flags = [flag for action in sub._actions for flag in action.option_strings]
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    first = next((arg for arg in unknown if arg.startswith("-")), None)
+    suggestion = closest(first.split("=", 1)[0], flags) if first else None
+    if suggestion is not None:
+        message += f". Did you mean {suggestion!r}?"
+    sub.error(message)

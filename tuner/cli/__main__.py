@@ -1,0 +1,9 @@
+"""``python -m tuner.cli``: the ``tuner`` command."""
+
+from __future__ import annotations
+
+import sys
+
+from tuner.cli import main
+
+sys.exit(main())

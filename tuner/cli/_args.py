@@ -1,0 +1,194 @@
+"""What the command modules share: argument value types, flag groups and what they give.
+
+The value types' errors say what was expected and what was given; the flag groups are
+those of ``tuner run`` (also ``tuner/submit.py``'s) and of where Ray runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tuner.errors import SpecError, TunerError
+
+if TYPE_CHECKING:
+    from tuner._ray.cluster import RayOptions
+    from tuner.spec import CampaignSpec
+
+__all__ = [
+    "DEFAULT_CAMPAIGN",
+    "add_ray_arguments",
+    "add_run_arguments",
+    "duration_flag",
+    "load_campaign_file",
+    "non_negative_float",
+    "positive_float",
+    "positive_int",
+    "ray_options",
+    "whole_number",
+]
+
+DEFAULT_CAMPAIGN = Path(__file__).resolve().parents[2] / "search_spaces" / "default.yaml"
+
+
+def positive_int(text: str) -> int:
+    """A whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def whole_number(text: str) -> int:
+    """Any whole number."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``tuner run`` (shared with ``tuner/submit.py``)."""
+    parser.add_argument("campaign", nargs="?", type=Path, help="campaign YAML file")
+    parser.add_argument("--trials", type=positive_int, help="override budget.trials")
+    parser.add_argument("--max-epochs", type=positive_int, help="override budget.max_epochs")
+    parser.add_argument("--time-limit", help="override budget.time_limit (e.g. 90s, 10m, 2h)")
+    parser.add_argument("--seed", type=whole_number, help="override sampler.seed")
+    parser.add_argument("--name", help="campaign name (and run folder name)")
+    parser.add_argument(
+        "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="profile (tuner profile, or a run folder) to predict time and money at start",
+    )
+    parser.add_argument(
+        "--storage-path",
+        help="where Ray Tune keeps checkpoints and experiment state: a URI Ray supports "
+        "(s3://bucket/path, gs://..., file://...), so trials on every node write there; the "
+        "run folder (study, ledger, summary) is copied to <URI>/<name>/ at the end. A plain "
+        "path (an NFS mount) is the same as --runs-dir",
+    )
+    parser.add_argument(
+        "--budget-usd", type=positive_float, help="override budget.usd: dollars the nodes may cost"
+    )
+    parser.add_argument("--budget-gpu-hours", type=positive_float, help="override budget.gpu_hours")
+    parser.add_argument(
+        "--deadline", help="override budget.deadline: running time allowed (e.g. 6h)"
+    )
+    parser.add_argument(
+        "--usd-per-gpu-hour",
+        type=non_negative_float,
+        default=0.0,
+        help="price of a GPU-hour here, for predicted vs actual dollars (0)",
+    )
+
+
+def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags that say where Ray runs (read by :func:`ray_options`)."""
+    parser.add_argument(
+        "--address",
+        help='Ray cluster to join ("auto", host:port, ray://...); default: RAY_ADDRESS, '
+        "else an embedded local Ray",
+    )
+    parser.add_argument("--num-cpus", type=positive_int, help="CPUs of the embedded Ray")
+    parser.add_argument(
+        "--num-gpus",
+        type=non_negative_float,
+        help="GPUs of the embedded Ray (logical GPUs work on CPU)",
+    )
+    parser.add_argument(
+        "--worker-logs", action="store_true", help="show the trials' own output here"
+    )
+    parser.add_argument(
+        "--cluster-config",
+        type=Path,
+        help="the cluster's autoscaler config (node types, max_workers); on a head made by "
+        "`ray up`, ~/ray_bootstrap_config.yaml is used by itself",
+    )
+
+
+def ray_options(args: argparse.Namespace) -> RayOptions:
+    """Where Ray runs, from the ``--address``/``--num-cpus``/``--num-gpus`` flags."""
+    from tuner._ray.cluster import RayOptions
+
+    return RayOptions(
+        address=args.address,
+        num_cpus=args.num_cpus,
+        num_gpus=args.num_gpus,
+        worker_logs=args.worker_logs,
+        cluster_config=args.cluster_config,
+    )
+
+
+def duration_flag(value: str | None, flag: str) -> float | None:
+    """A duration flag's seconds (None when not given); SpecError naming the flag."""
+    from tuner.spec import parse_duration
+
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except SpecError as err:
+        # "0" and "-5" are durations, just not positive ones.
+        problem = "not a duration" if err.problem == "must be a duration" else err.problem
+        raise SpecError(
+            "<cli>", flag, problem, got=value, allowed="seconds or 90s, 10m, 2h, 1h30m"
+        ) from err
+
+
+def load_campaign_file(path: Path) -> tuple[CampaignSpec, list[str]]:
+    """Loads a campaign file, with its folder and the working directory importable.
+
+    Args:
+        path: The campaign YAML file.
+
+    Returns:
+        The campaign and the folders its ``module:function`` trainable may import from:
+        the campaign's own folder and the working directory (nothing else is added).
+
+    Raises:
+        TunerError: No such file.
+        SpecError: The campaign is not valid.
+    """
+    from tuner.rundir import add_code_dirs
+    from tuner.spec import load_campaign
+
+    if not path.is_file():
+        raise TunerError(
+            f"{path}: no such campaign file.\n  To fix: pass a YAML file such as "
+            "search_spaces/default.yaml."
+        )
+    # The campaign's own folder and the working directory, so `module:function` trainables
+    # next to the campaign (or in the project being tuned) import; nothing else is added.
+    code_dirs = list(dict.fromkeys([str(path.resolve().parent), str(Path.cwd())]))
+    add_code_dirs(code_dirs)
+    return load_campaign(path), code_dirs

@@ -1,0 +1,149 @@
+"""``tuner run`` and ``tuner resume``: start a campaign, or continue one whose driver stopped.
+
+Ray and torch are imported only once the input is known to be good.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from tuner.cli._args import (
+    DEFAULT_CAMPAIGN,
+    add_ray_arguments,
+    add_run_arguments,
+    duration_flag,
+    load_campaign_file,
+    ray_options,
+)
+from tuner.cli._exit import handled
+from tuner.errors import TunerError
+
+__all__ = [
+    "EXIT_FAILURE_LIMIT",
+    "add_resume_command",
+    "add_run_command",
+    "campaign_exit_code",
+    "run_from_args",
+]
+
+EXIT_FAILURE_LIMIT = 1
+"""Exit status of ``tuner run``/``resume`` when more trials failed than
+``failure.max_failed_trials`` allows (2 is bad input, 130 an interrupt). A campaign the
+budget or its time limit ended exits 0: those stops are what the campaign asked for."""
+
+
+def add_run_command(subparsers: Any) -> None:
+    """Adds ``tuner run`` to the CLI's subparsers.
+
+    Args:
+        subparsers: What ``ArgumentParser.add_subparsers()`` returned.
+    """
+    run: argparse.ArgumentParser = subparsers.add_parser(
+        "run",
+        help="run a campaign (default: search_spaces/default.yaml)",
+        description="Run a tuning campaign; results go to runs/<name>/.",
+    )
+    add_run_arguments(run)
+    add_ray_arguments(run)
+    run.set_defaults(handler=_cmd_run)
+
+
+def add_resume_command(subparsers: Any) -> None:
+    """Adds ``tuner resume`` to the CLI's subparsers.
+
+    Args:
+        subparsers: What ``ArgumentParser.add_subparsers()`` returned.
+    """
+    resume: argparse.ArgumentParser = subparsers.add_parser(
+        "resume",
+        help="continue a campaign whose driver stopped",
+        description="Continue a campaign: finished trials are kept, unfinished ones resume "
+        "from their latest checkpoint.",
+    )
+    resume.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/digits-cnn")
+    add_ray_arguments(resume)
+    resume.set_defaults(handler=_cmd_resume)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from tuner.rundir import new_run_dir
+
+    path = args.campaign
+    if path is None:
+        path = DEFAULT_CAMPAIGN
+        if not path.is_file():
+            raise TunerError(
+                f"{path}: the default campaign file is missing (tuner is not installed from "
+                "a source checkout).\n  To fix: pass a campaign file: tuner run CAMPAIGN.yaml"
+            )
+    spec, code_dirs = load_campaign_file(Path(path))
+    time_limit = duration_flag(args.time_limit, "--time-limit")
+    deadline = duration_flag(args.deadline, "--deadline")
+    spec = spec.with_overrides(
+        usd=args.budget_usd,
+        gpu_hours=args.budget_gpu_hours,
+        deadline_s=deadline,
+        trials=args.trials,
+        max_epochs=args.max_epochs,
+        time_limit_s=time_limit,
+        seed=args.seed,
+        name=args.name,
+    )
+    storage = args.storage_path
+    runs_dir = args.runs_dir
+    if storage is not None and "://" in storage:
+        from tuner.rundir import check_storage_uri
+
+        check_storage_uri(storage)  # here too, to name the flag
+    elif storage is not None:
+        runs_dir, storage = Path(storage), None  # a shared folder: the run folder goes there
+    run_dir = new_run_dir(runs_dir, spec.name)
+    # Heavy imports (ray, torch) only once the input is known to be good.
+    from tuner._ray.driver import run_campaign
+
+    profile = None
+    if args.profile is not None:
+        from tuner.cost import load_profile
+
+        profile = load_profile(args.profile)
+        if profile.trainable != spec.trainable:
+            print(
+                f"warning: {args.profile} profiles {profile.trainable!r}, but the campaign "
+                f"trains {spec.trainable!r}: predicted times will be off",
+                file=sys.stderr,
+            )
+    result = run_campaign(
+        spec,
+        run_dir,
+        ray_options(args),
+        code_dirs=code_dirs,
+        profile=profile,
+        usd_per_gpu_hour=args.usd_per_gpu_hour,
+        storage=storage,
+    )
+    return campaign_exit_code(result.summary)
+
+
+def campaign_exit_code(summary: dict[str, Any]) -> int:
+    """The exit status for a campaign that ended with ``summary``."""
+    from tuner._ray.failures import STATUS_FAILURES
+
+    return EXIT_FAILURE_LIMIT if summary.get("status") == STATUS_FAILURES else 0
+
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    from tuner._ray.driver import resume_campaign
+    from tuner.rundir import add_code_dirs, check_resumable, read_code_dirs
+
+    check_resumable(args.run_dir)
+    add_code_dirs(read_code_dirs(args.run_dir))
+    result = resume_campaign(args.run_dir, ray_options(args))
+    return campaign_exit_code(result.summary)
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Runs a campaign from ``tuner run``'s parsed flags (``tuner/submit.py`` uses this)."""
+    return handled(_cmd_run, args)

@@ -1,0 +1,95 @@
+"""``tuner show`` and ``tuner report``: a run folder's top trials, and its campaign report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from tuner.cli._args import positive_int
+from tuner.errors import TunerError
+
+__all__ = ["add_report_command", "add_show_command"]
+
+
+def add_show_command(subparsers: Any) -> None:
+    """Adds ``tuner show`` to the CLI's subparsers.
+
+    Args:
+        subparsers: What ``ArgumentParser.add_subparsers()`` returned.
+    """
+    show: argparse.ArgumentParser = subparsers.add_parser(
+        "show", help="print the top trials of a run folder"
+    )
+    show.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/digits-cnn")
+    show.add_argument("--top", type=positive_int, default=10, help="rows to show (10)")
+    show.add_argument("--json", action="store_true", help="print the summary as JSON")
+    show.set_defaults(handler=_cmd_show)
+
+
+def add_report_command(subparsers: Any) -> None:
+    """Adds ``tuner report`` to the CLI's subparsers.
+
+    Args:
+        subparsers: What ``ArgumentParser.add_subparsers()`` returned.
+    """
+    report: argparse.ArgumentParser = subparsers.add_parser(
+        "report",
+        help="write the campaign report of a run folder (report.md, report.html, report.json)",
+        description="Write the report of a run folder: best trial and its configuration, top "
+        "trials, optimization history, learning curves with the ASHA rungs, hyperparameter "
+        "importances, spend against the budget, predicted vs actual, GPU utilization, and "
+        "trial outcomes. report.html is one self-contained page; report.json the figures.",
+    )
+    report.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/digits-cnn")
+    report.set_defaults(handler=_cmd_report)
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from tuner.rundir import check_resumable
+    from tuner.spec import load_campaign
+    from tuner.summary import format_failures, format_table, open_study, summarize
+
+    spec = load_campaign(check_resumable(args.run_dir), check_trainable=False)
+    try:
+        study = open_study(args.run_dir)
+    except FileNotFoundError:
+        raise TunerError(f"{args.run_dir}: no study.db yet (no trial has started).") from None
+    summary = summarize(
+        study,
+        metric=spec.metric,
+        maximize=spec.mode.value == "max",
+        max_epochs=spec.budget.max_epochs,
+        top=args.top,
+    )
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    states = ", ".join(f"{n} {s}" for s, n in summary["states"].items()) or "none"
+    print(f"{spec.name}: {summary['trials']} trials ({states})")
+    print(format_table(summary, limit=args.top))
+    failures = format_failures(summary, limit=args.top)
+    if failures:
+        print(f"\n{failures}")
+    written = args.run_dir / "summary.json"
+    if written.is_file():
+        cost = json.loads(written.read_text()).get("cost")
+        if cost:
+            from tuner.cost._reality import format_comparison
+
+            print(f"\n{format_comparison(cost)}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from tuner.report import write_report
+    from tuner.rundir import check_resumable
+
+    check_resumable(args.run_dir)
+    if not (args.run_dir / "study.db").is_file():
+        raise TunerError(f"{args.run_dir}: no study.db yet (no trial has started).")
+    written = write_report(args.run_dir)
+    for kind, path in written.items():
+        print(f"{kind:8s} {path}")
+    return 0
