@@ -76,6 +76,17 @@ def tiny_digits_campaign(**overrides: Any) -> dict[str, Any]:
     return data
 
 
+def live_campaign(run_dir: Path, **state: Any) -> Any:
+    """A running campaign's state (tuner._ray.campaign.Campaign) of the tiny digits campaign,
+    for driving the searcher, schedulers and callbacks by hand; ``state`` sets its fields
+    (``watch``, ``guard``, ``stop_key``...)."""
+    from tuner._ray.campaign import Campaign
+    from tuner.spec import parse_campaign
+
+    spec = parse_campaign(tiny_digits_campaign(), check_trainable=False)
+    return Campaign(spec=spec, run_dir=run_dir, **state)
+
+
 @pytest.fixture
 def tiny_campaign() -> dict[str, Any]:
     return tiny_digits_campaign()

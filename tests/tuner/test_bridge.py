@@ -239,3 +239,37 @@ def test_trial_stopped_without_a_result_is_judged_by_its_reported_epochs() -> No
     assert x.state is TrialState.PRUNED
     assert x.user_attrs["stop_reason"] == "stopped early at epoch 2 of 4"
     assert y.state is TrialState.FAIL
+
+
+def test_the_campaign_stays_out_of_tunes_pickles_and_a_restore_keeps_this_drivers(
+    tmp_path: Path,
+) -> None:
+    # Tune pickles the searcher into tuner.pkl and its state into searcher-state-*.pkl; the
+    # campaign (a guard with a thread and a lock, the terminal) is in neither, and the
+    # searcher a resume builds keeps the new driver's campaign through the restore.
+    import pickle
+
+    from tests.conftest import live_campaign
+    from tuner._ray.progress import ProgressCallback
+    from tuner._ray.scheduler import PersistentASHA
+
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/study.db")
+    first = live_campaign(tmp_path, stop_key="stop:first")
+    searcher = _ours(storage, seed=0, campaign=first)
+    searcher.suggest("a")
+    searcher.save(str(tmp_path / "searcher-state-x.pkl"))
+    assert searcher._campaign is first  # saving does not drop it here
+    saved = pickle.loads((tmp_path / "searcher-state-x.pkl").read_bytes())
+    assert saved["_campaign"] is None
+    assert pickle.loads(pickle.dumps(searcher))._campaign is None
+    scheduler = PersistentASHA(state_path=None, campaign=first, time_attr="epoch", max_t=2)
+    assert pickle.loads(pickle.dumps(scheduler))._campaign is None
+    progress = ProgressCallback(
+        metric="val_loss", maximize=False, total=4, max_epochs=2, campaign=first
+    )
+    assert pickle.loads(pickle.dumps(progress))._campaign is None
+
+    second = live_campaign(tmp_path, stop_key="stop:first")
+    restored = _ours(storage, campaign=second)
+    restored.restore(str(tmp_path / "searcher-state-x.pkl"))
+    assert restored._campaign is second

@@ -1,5 +1,5 @@
 """The budget guard's gate for the searcher (tuner._ray.guard), without Ray: the guard's
-bookkeeping is plain Python until ``start()`` registers it and starts its node watcher."""
+bookkeeping is plain Python until ``start()`` starts its node watcher."""
 
 from __future__ import annotations
 

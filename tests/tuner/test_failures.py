@@ -23,14 +23,15 @@ from ray.exceptions import RayTaskError
 from ray.tune.experiment import Trial
 from ray.tune.search import Searcher
 
-from tuner._ray.failures import FailureWatch, read_trial_error, watch_for
+from tests.conftest import live_campaign
+from tuner._ray.campaign import Campaign
+from tuner._ray.failures import FailureWatch, read_trial_error
 from tuner._ray.progress import format_status
 from tuner._ray.scheduler import PersistentASHA, PersistentFIFO
 from tuner._ray.searcher import FAILURE_ATTR, FAILURE_MESSAGE_ATTR, FidelityOptunaSearch
 from tuner.outcome import ErrorInfo, Failure
 from tuner.summary import TrialRow, failure_regions, format_failures, summarize
 
-KEY = "stop:test:0"
 SPACE = {
     "width": IntDistribution(8, 128),
     "act": CategoricalDistribution(["relu", "tanh"]),
@@ -43,13 +44,14 @@ def _quiet_optuna() -> None:
 
 
 @pytest.fixture
-def watch() -> Any:
-    out = io.StringIO()
-    w = FailureWatch(KEY, limit=None, stream=out)
-    w.start()
-    yield w
-    w.close()
-    assert watch_for(KEY) is None
+def watch() -> FailureWatch:
+    return FailureWatch(limit=None, stream=io.StringIO())
+
+
+@pytest.fixture
+def campaign(watch: FailureWatch, tmp_path: Path) -> Campaign:
+    """The campaign the searcher and scheduler are handed: it holds the watch."""
+    return live_campaign(tmp_path, watch=watch)  # type: ignore[no-any-return]
 
 
 # -- the watch ----------------------------------------------------------------------------
@@ -57,7 +59,7 @@ def watch() -> Any:
 
 def test_watch_counts_prints_and_trips_only_past_the_limit() -> None:
     out = io.StringIO()
-    w = FailureWatch(KEY, limit=2, stream=out, earlier=1)
+    w = FailureWatch(limit=2, stream=out, earlier=1)
     w.trial_failed("a", Failure.OOM, "trial a (width=96): ran out of GPU memory")
     assert (w.count, w.reached) == (2, False)  # 2 failed: at the limit, not past it
     w.trial_failed("a", Failure.OOM, "again")  # told twice: counted once
@@ -73,12 +75,12 @@ def test_watch_counts_prints_and_trips_only_past_the_limit() -> None:
 
 
 def test_a_resume_past_the_limit_starts_reached() -> None:
-    assert FailureWatch(KEY, limit=2, earlier=3).reached
-    assert not FailureWatch(KEY, limit=2, earlier=2).reached
+    assert FailureWatch(limit=2, earlier=3).reached
+    assert not FailureWatch(limit=2, earlier=2).reached
 
 
 def test_no_limit_never_trips() -> None:
-    w = FailureWatch(KEY, limit=None, stream=io.StringIO())
+    w = FailureWatch(limit=None, stream=io.StringIO())
     for i in range(50):
         w.trial_failed(str(i), Failure.NO_METRIC, "m")
     assert not w.reached and w.count == 50
@@ -150,15 +152,20 @@ class FakeController:
 
 @pytest.mark.parametrize("kind", ["fifo", "asha"])
 def test_scheduler_records_errors_and_stops_a_requeued_oom_trial(
-    kind: str, tmp_path: Path, watch: FailureWatch
+    kind: str, tmp_path: Path, watch: FailureWatch, campaign: Campaign
 ) -> None:
     state = tmp_path / "scheduler_state.json"
     scheduler: Any
     if kind == "fifo":
-        scheduler = PersistentFIFO(state_path=str(state), error_key=KEY)
+        scheduler = PersistentFIFO(state_path=str(state), campaign=campaign)
     else:
         scheduler = PersistentASHA(
-            state_path=str(state), error_key=KEY, time_attr="epoch", max_t=4, metric="v", mode="min"
+            state_path=str(state),
+            campaign=campaign,
+            time_attr="epoch",
+            max_t=4,
+            metric="v",
+            mode="min",
         )
     oom, bad = FakeTrial("oom1", tmp_path / "a"), FakeTrial("bad1", tmp_path / "b")
     for trial in (oom, bad):
@@ -183,14 +190,14 @@ def test_scheduler_records_errors_and_stops_a_requeued_oom_trial(
 # -- the searcher: FAIL with kind and message, and the limit -------------------------------
 
 
-def _searcher() -> FidelityOptunaSearch:
+def _searcher(campaign: Campaign) -> FidelityOptunaSearch:
     return FidelityOptunaSearch(
-        space=SPACE, metric="val_loss", mode="min", seed=0, max_epochs=3, gate_key=KEY
+        space=SPACE, metric="val_loss", mode="min", seed=0, max_epochs=3, campaign=campaign
     )
 
 
-def test_searcher_tells_fail_with_kind_and_message(watch: FailureWatch) -> None:
-    searcher = _searcher()
+def test_searcher_tells_fail_with_kind_and_message(watch: FailureWatch, campaign: Campaign) -> None:
+    searcher = _searcher(campaign)
     for tid in ("oom", "requeued", "raised", "silent", "nometric", "good"):
         assert searcher.suggest(tid) is not None
     oom_info = ErrorInfo("torch.OutOfMemoryError", "CUDA out of memory.", oom=True)
@@ -238,10 +245,10 @@ def test_searcher_tells_fail_with_kind_and_message(watch: FailureWatch) -> None:
 
 
 def test_searcher_stops_suggesting_past_the_limit_and_lets_running_trials_finish(
-    watch: FailureWatch,
+    watch: FailureWatch, campaign: Campaign
 ) -> None:
     watch.limit = 1
-    searcher = _searcher()
+    searcher = _searcher(campaign)
     for tid in ("a", "b", "c"):
         assert searcher.suggest(tid) is not None
     searcher.on_trial_complete("a", error=True)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tuner._ray import guard as guard_module
+from tests.conftest import live_campaign
 from tuner._ray.progress import ProgressCallback, bar, format_block, format_money
-
-KEY = "stop:progress-test"
 
 
 class _Tty(io.StringIO):
@@ -63,22 +62,20 @@ def test_block_has_trials_money_status_and_pending_lines() -> None:
 
 
 @pytest.fixture
-def guard() -> Any:
-    stand_in = _GuardStandIn(MONEY)
-    guard_module._GUARDS[KEY] = stand_in  # type: ignore[assignment]
-    yield stand_in
-    guard_module._GUARDS.pop(KEY, None)
+def campaign(tmp_path: Path) -> Any:
+    """The campaign the callback is handed, with the stand-in guard."""
+    return live_campaign(tmp_path, guard=_GuardStandIn(MONEY))
 
 
-def _callback(stream: io.StringIO) -> ProgressCallback:
+def _callback(stream: io.StringIO, campaign: Any) -> ProgressCallback:
     return ProgressCallback(
-        metric="val_acc", maximize=True, total=12, max_epochs=9, stream=stream, failure_key=KEY
+        metric="val_acc", maximize=True, total=12, max_epochs=9, stream=stream, campaign=campaign
     )
 
 
-def test_terminal_block_is_redrawn_in_place(guard: Any) -> None:
+def test_terminal_block_is_redrawn_in_place(campaign: Any) -> None:
     out = _Tty()
-    cb = _callback(out)
+    cb = _callback(out, campaign)
     cb._emit([], force=True)
     first = out.getvalue()
     assert first.startswith("\r\x1b[J") and "money  [" in first and "PENDING: " in first
@@ -87,9 +84,9 @@ def test_terminal_block_is_redrawn_in_place(guard: Any) -> None:
     assert out.getvalue()[len(first) :].startswith("\r\x1b[3F\x1b[J")
 
 
-def test_plain_lines_off_a_terminal(guard: Any) -> None:
+def test_plain_lines_off_a_terminal(campaign: Any) -> None:
     out = io.StringIO()
-    cb = _callback(out)
+    cb = _callback(out, campaign)
     cb._emit([], force=True)
     [line] = out.getvalue().splitlines()
     assert "0/12 trials done" in line and "| $1.25 of $5.00 (25%) at $3.60/h" in line

@@ -11,7 +11,8 @@ import pytest
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import TrialScheduler
 
-from tuner._ray.scheduler import PersistentASHA, waiting_trials
+from tests.conftest import live_campaign
+from tuner._ray.scheduler import PersistentASHA
 
 
 class _Controller:
@@ -89,13 +90,10 @@ def test_without_state_path_nothing_is_written(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-KEY = "stop:test-campaign:0"
-
-
-def _waiting_asha(path: Path | None, key: str = KEY) -> PersistentASHA:
+def _waiting_asha(path: Path | None, campaign: Any = None) -> PersistentASHA:
     sched = PersistentASHA(
         state_path=None if path is None else str(path),
-        error_key=key,
+        campaign=campaign,
         min_peers=2,
         time_attr="epoch",
         max_t=9,
@@ -126,7 +124,8 @@ def _report(
 
 
 def test_the_first_trials_at_a_rung_wait_for_peers_then_are_judged(tmp_path: Path) -> None:
-    sched = _waiting_asha(tmp_path / "state.json")
+    campaign = live_campaign(tmp_path)
+    sched = _waiting_asha(tmp_path / "state.json", campaign)
     t0, t1, t2, t3 = trials = [_trial(f"t{i}") for i in range(4)]
     ctl: Any = _Controller(trials)
     for t in trials:
@@ -135,12 +134,12 @@ def test_the_first_trials_at_a_rung_wait_for_peers_then_are_judged(tmp_path: Pat
     # against t0 alone; here both wait at epoch 1, their slots free for new trials.
     assert _report(sched, ctl, t0, 1, 0.9) == TrialScheduler.PAUSE
     assert _report(sched, ctl, t1, 1, 0.5) == TrialScheduler.PAUSE
-    assert waiting_trials(KEY) == {"t0", "t1"}
+    assert campaign.waiting == {"t0", "t1"}
     # t2 finds two peers: judged at once by Ray's rule (top third of {0.9, 0.5}: >= 0.77).
     assert _report(sched, ctl, t2, 1, 0.7) == TrialScheduler.STOP
     # Now the waiting ones have two peers each: t0 (0.9 >= 0.63) goes on, t1 stops.
     assert ctl.stopped == ["t1"]
-    assert waiting_trials(KEY) == frozenset()
+    assert campaign.waiting == frozenset()
     saved = json.loads((tmp_path / "state.json").read_text())
     assert saved["finished"]["t1"] == "stopped by ASHA at epoch 1"
     assert saved["promoted"] == ["t0"] and saved["waiting"] == {}
@@ -154,7 +153,7 @@ def test_the_first_trials_at_a_rung_wait_for_peers_then_are_judged(tmp_path: Pat
 
 
 def test_waiting_trials_are_judged_with_what_there_is_when_nothing_else_runs() -> None:
-    sched = _waiting_asha(None, key="stop:alone:0")
+    sched = _waiting_asha(None)
     t0, t1 = trials = [_trial("t0"), _trial("t1")]
     ctl: Any = _Controller(trials)
     for t in trials:
@@ -172,7 +171,7 @@ def test_waiting_trials_are_judged_with_what_there_is_when_nothing_else_runs() -
 def test_a_lone_waiting_trial_continues_without_a_numpy_warning() -> None:
     # Nothing to compare it with: it goes on, and no cutoff is taken over an empty rung
     # (numpy's "Mean of empty slice" warning, seen in campaign logs before).
-    sched = _waiting_asha(None, key="stop:lone:0")
+    sched = _waiting_asha(None)
     (t0,) = trials = [_trial("t0")]
     ctl: Any = _Controller(trials)
     sched.on_trial_add(ctl, t0)
@@ -181,22 +180,27 @@ def test_a_lone_waiting_trial_continues_without_a_numpy_warning() -> None:
     assert ctl.stopped == []
 
 
-class _SpentGuard:
-    """Stand-in for the budget guard registered under the campaign key: spent."""
+class _Guard:
+    """Stand-in for the campaign's budget guard: within budget until ``exhausted`` is set,
+    and trials still running when it is are left to stop at their next result."""
 
-    exhausted = "budget exhausted: $5.00 of $5.00"
+    exhausted: str | None = None
+
+    def should_stop(self, trial_id: str, result: Any) -> bool:
+        return False
+
+    def stop_all(self) -> bool:
+        return False
 
 
-def test_a_spent_budget_stops_waiting_trials_instead(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tuner._ray import guard
-
-    key = "stop:spent:0"
-    monkeypatch.setitem(guard._GUARDS, key, _SpentGuard())  # type: ignore[arg-type]
-    sched = _waiting_asha(None, key=key)
+def test_a_spent_budget_stops_waiting_trials_instead(tmp_path: Path) -> None:
+    guard = _Guard()
+    sched = _waiting_asha(None, live_campaign(tmp_path, guard=guard))
     t0 = _trial("t0")
     ctl: Any = _Controller([t0])
     sched.on_trial_add(ctl, t0)
     assert _report(sched, ctl, t0, 1, 0.99) == TrialScheduler.PAUSE
+    guard.exhausted = "budget exhausted: $5.00 of $5.00"  # spent while t0 waits
     assert sched.choose_trial_to_run(ctl) is None
     assert ctl.stopped == ["t0"]
     assert sched.state()["finished"]["t0"] == "budget exhausted: $5.00 of $5.00; stopped at a rung"
@@ -204,7 +208,7 @@ def test_a_spent_budget_stops_waiting_trials_instead(monkeypatch: pytest.MonkeyP
 
 def test_trials_waiting_before_a_restart_are_judged_when_it_resumes(tmp_path: Path) -> None:
     state = tmp_path / "state.json"
-    first = _waiting_asha(state, key="stop:restart:0")
+    first = _waiting_asha(state)
     trials = [_trial(f"t{i}") for i in range(2)]
     ctl: Any = _Controller(trials)
     for t in trials:
@@ -214,7 +218,7 @@ def test_trials_waiting_before_a_restart_are_judged_when_it_resumes(tmp_path: Pa
     assert json.loads(state.read_text())["waiting"] == {"t0": 1.0, "t1": 1.0}
 
     # Tune restores paused trials as PENDING and would start them: they are judged first.
-    second = _waiting_asha(state, key="stop:restart:0")
+    second = _waiting_asha(state)
     restored = [_trial(f"t{i}") for i in range(2)]
     ctl2: Any = _Controller(restored)
     for t in restored:
@@ -236,9 +240,82 @@ def test_min_peers_zero_is_rays_asha() -> None:
 def test_a_result_without_a_checkpoint_is_judged_at_once() -> None:
     # Paused, it could only start over: judged as Ray's ASHA would (nothing to compare
     # with, so it continues), and a later result with a checkpoint may wait.
-    sched = _waiting_asha(None, key="stop:nockpt:0")
+    sched = _waiting_asha(None)
     t0 = _trial("t0")
     ctl: Any = _Controller([t0])
     sched.on_trial_add(ctl, t0)
     assert _report(sched, ctl, t0, 1, 0.5, checkpoint=False) == TrialScheduler.CONTINUE
     assert _report(sched, ctl, t0, 3, 0.7) == TrialScheduler.PAUSE
+
+
+# -- what the campaign stops (formerly Tune's stopper) -------------------------------------
+
+
+def _real_guard(tmp_path: Path) -> Any:
+    from tuner._ray.guard import BudgetGuard
+    from tuner.budget import Ledger, Limits, NodePricer
+    from tuner.cost import AshaGeometry
+
+    return BudgetGuard(
+        run_dir=tmp_path,
+        ledger=Ledger(),
+        pricer=NodePricer((), {}),
+        limits=Limits(usd=1.0),
+        geometry=AshaGeometry(trials=8, max_epochs=9, grace_period=1, reduction_factor=3),
+        request={"CPU": 1.0},
+        slots=2,
+        max_epochs=9,
+        stop_key="stop:test",
+        stop_grace_s=0.0,
+    )
+
+
+@pytest.mark.parametrize("kind", ["fifo", "asha"])
+def test_a_trial_stops_at_max_epochs_and_at_its_first_result_once_the_budget_is_spent(
+    kind: str, tmp_path: Path
+) -> None:
+    from tuner._ray.scheduler import PersistentFIFO
+
+    guard = _real_guard(tmp_path)
+    campaign = live_campaign(tmp_path, guard=guard)
+    sched: Any = (
+        PersistentFIFO(state_path=None, campaign=campaign)
+        if kind == "fifo"
+        else PersistentASHA(
+            state_path=None, campaign=campaign, time_attr="epoch", max_t=9, grace_period=1
+        )
+    )
+    sched.set_search_properties("val_acc", "max")
+    t0, t1 = trials = [_trial("t0"), _trial("t1")]
+    ctl: Any = _Controller(trials)
+    for t in trials:
+        sched.on_trial_add(ctl, t)
+    ok = {"val_acc": 0.5, "should_checkpoint": False}
+    assert sched.on_trial_result(ctl, t0, {"epoch": 9, **ok}) == TrialScheduler.STOP
+    assert sched.on_trial_result(ctl, t1, {"epoch": 1, **ok}) == TrialScheduler.CONTINUE
+    assert guard.stopped_by_guard == {}  # t0 ended at max_epochs, not by the budget
+    guard.exhausted = "budget exhausted: $1.00 of $1.00"
+    assert sched.on_trial_result(ctl, t1, {"epoch": 2, **ok}) == TrialScheduler.STOP
+    assert guard.stopped_by_guard == {"t1": "budget exhausted: $1.00 of $1.00"}
+
+
+def test_once_the_grace_is_over_every_trial_left_stops_and_waiting_ones_say_where(
+    tmp_path: Path,
+) -> None:
+    guard = _real_guard(tmp_path)
+    sched = _waiting_asha(None, live_campaign(tmp_path, guard=guard))
+    waiting, running, _pending, done = trials = [_trial(n) for n in ("w", "r", "p", "d")]
+    ctl: Any = _Controller(trials)
+    for t in trials:
+        sched.on_trial_add(ctl, t)
+    assert _report(sched, ctl, waiting, 1, 0.9) == TrialScheduler.PAUSE
+    running.set_status(Trial.RUNNING)
+    done.set_status(Trial.TERMINATED)
+    sched.choose_trial_to_run(ctl)
+    assert ctl.stopped == []  # within budget: nothing stops
+    guard.exhausted = "budget exhausted: $1.00 of $1.00"
+    guard._exhausted_at = 0.0  # long ago: the grace period (0 s here) is over
+    assert sched.choose_trial_to_run(ctl) is None
+    assert ctl.stopped == ["w", "r", "p"]
+    reason = "budget exhausted: $1.00 of $1.00; stopped at a rung"
+    assert sched.state()["finished"]["w"] == reason

@@ -7,15 +7,15 @@ Everything comes from the frozen :class:`~tuner.spec.CampaignSpec` and the run f
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import optuna
 from ray import tune
 
 from tuner import rundir
-from tuner._ray.guard import GuardLink
+from tuner._ray.campaign import Campaign
+from tuner._ray.guard import GuardCallback
 from tuner._ray.progress import ProgressCallback
 from tuner._ray.scheduler import PersistentASHA, PersistentFIFO
 from tuner._ray.searcher import (
@@ -30,6 +30,7 @@ from tuner.contract import (
     EPOCH_KEY,
     TRAIN_LOOP_CONFIG,
 )
+from tuner.errors import TunerError
 from tuner.rundir import is_uri
 from tuner.space import DefineByRun, make_sampler
 from tuner.spec import CampaignSpec, Mode, SchedulerType
@@ -44,8 +45,6 @@ EPOCH_ATTR = EPOCH_KEY
 # driver shares the machine with the trials, so the period grows with the campaign to keep
 # that cost per second about what 16 trials cost at one snapshot a second.
 EXPERIMENT_SNAPSHOT_S = 1.0
-
-
 _SNAPSHOT_TRIALS_PER_S = 16
 
 
@@ -67,6 +66,7 @@ def snapshot_period_s(trials: int) -> float:
 
 
 def trial_name(trial: Any) -> str:
+    """A trial's name and folder: ``trial_<id>``."""
     return f"trial_{trial.trial_id}"
 
 
@@ -75,36 +75,30 @@ def storage_root(run_dir: Path, storage: str | None) -> str:
     return storage.rstrip("/") if storage and is_uri(storage) else str(run_dir.parent.resolve())
 
 
-def build_tuner(
-    spec: CampaignSpec,
-    run_dir: Path,
-    stream: TextIO | None,
-    *,
-    concurrent: int,
-    stop_key: str,
-    storage: str | None = None,
-) -> tune.Tuner:
-    mode = spec.mode.value
-    study = study_storage(run_dir)
-    searcher = FidelityOptunaSearch(
+def _searcher(campaign: Campaign) -> FidelityOptunaSearch:
+    spec = campaign.spec
+    return FidelityOptunaSearch(
         space=DefineByRun(spec.space),
         metric=spec.metric,
-        mode=mode,
+        mode=spec.mode.value,
         sampler=make_sampler(spec.sampler, spec.space),
         study_name=spec.name,
-        storage=study,
+        storage=study_storage(campaign.run_dir),
         max_epochs=spec.budget.max_epochs,
         max_trials=spec.budget.trials,
         epoch_attr=EPOCH_ATTR,
         nest_under=TRAIN_LOOP_CONFIG if data_parallel(spec) else None,
-        gate_key=stop_key,
+        campaign=campaign,
     )
-    state_path = str(run_dir / rundir.SCHEDULER_STATE_FILE)
-    scheduler: PersistentASHA | PersistentFIFO
+
+
+def _scheduler(campaign: Campaign) -> PersistentASHA | PersistentFIFO:
+    spec = campaign.spec
+    state_path = str(campaign.run_dir / rundir.SCHEDULER_STATE_FILE)
     if spec.scheduler.type is SchedulerType.ASHA:
-        scheduler = PersistentASHA(
+        return PersistentASHA(
             state_path=state_path,
-            error_key=stop_key,
+            campaign=campaign,
             time_attr=EPOCH_ATTR,
             max_t=spec.budget.max_epochs,
             grace_period=spec.scheduler.grace_period,
@@ -112,13 +106,41 @@ def build_tuner(
             # A paused Ray Train trainer restarts its whole worker group: no waiting there.
             min_peers=0 if data_parallel(spec) else spec.scheduler.min_peers,
         )
-    else:
-        scheduler = PersistentFIFO(state_path=state_path, error_key=stop_key)
+    return PersistentFIFO(state_path=state_path, campaign=campaign)
+
+
+def _callbacks(campaign: Campaign) -> list[tune.Callback]:
+    spec = campaign.spec
+    callbacks: list[tune.Callback] = [
+        ProgressCallback(
+            metric=spec.metric,
+            maximize=spec.mode is Mode.MAX,
+            total=spec.budget.trials,
+            max_epochs=spec.budget.max_epochs,
+            stream=campaign.stream,
+            campaign=campaign,
+        ),
+        SnapshotGuard(str(campaign.run_dir.resolve())),
+        KeepTrialLogs(),
+    ]
+    if campaign.guard is not None:
+        callbacks.append(GuardCallback(campaign.guard))
+    return callbacks
+
+
+def tune_configs(campaign: Campaign, *, concurrent: int) -> tuple[tune.TuneConfig, tune.RunConfig]:
+    """Tune's configs for ``campaign``: its searcher, scheduler and callbacks, all holding it.
+
+    No stopper: the schedulers stop trials at ``max_epochs`` and when the budget is spent
+    (Tune pickles a stopper into every experiment snapshot and restores that copy, which
+    could not hold the campaign).
+    """
+    spec, run_dir = campaign.spec, campaign.run_dir
     tune_config = tune.TuneConfig(
         metric=spec.metric,
-        mode=mode,
-        search_alg=searcher,
-        scheduler=scheduler,
+        mode=spec.mode.value,
+        search_alg=_searcher(campaign),
+        scheduler=_scheduler(campaign),
         num_samples=spec.budget.trials,
         max_concurrent_trials=concurrent,
         # A fresh worker per trial costs ~1 s (importing torch); short ASHA trials are
@@ -130,43 +152,86 @@ def build_tuner(
     )
     run_config = tune.RunConfig(
         name=run_dir.name,
-        storage_path=storage_root(run_dir, storage),
-        # Stops trials at max_epochs, and all of them when the budget is exhausted.
-        stop=GuardLink(stop_key, spec.budget.max_epochs, EPOCH_ATTR),
+        storage_path=storage_root(run_dir, campaign.storage),
         # The newest `keep`, not the best scoring: Tune syncs its experiment snapshot every
         # `keep` checkpoints of a trial so that the checkpoint the snapshot names is still on
         # disk, which holds only when checkpoints are dropped oldest first. Ranked by score,
         # the one named could be deleted an epoch later and a resume failed the trial.
         checkpoint_config=tune.CheckpointConfig(num_to_keep=spec.checkpoint.keep),
         failure_config=tune.FailureConfig(max_failures=spec.failure.max_retries),
-        callbacks=[
-            ProgressCallback(
-                metric=spec.metric,
-                maximize=spec.mode is Mode.MAX,
-                total=spec.budget.trials,
-                max_epochs=spec.budget.max_epochs,
-                stream=stream,
-                failure_key=stop_key,
-            ),
-            SnapshotGuard(str(run_dir.resolve())),
-            KeepTrialLogs(),
-            GuardLink(stop_key, spec.budget.max_epochs, EPOCH_ATTR),
-        ],
+        callbacks=_callbacks(campaign),
         verbose=0,
     )
+    return tune_config, run_config
+
+
+def build_tuner(campaign: Campaign, *, concurrent: int) -> tune.Tuner:
+    """The Tuner of a new campaign, ``concurrent`` trials at a time."""
+    spec = campaign.spec
+    tune_config, run_config = tune_configs(campaign, concurrent=concurrent)
     print(
         f"campaign {spec.name}: {spec.budget.trials} trials x <= {spec.budget.max_epochs} "
         f"epochs, {concurrent} at a time, {spec.sampler.type.value} + "
-        f"{spec.scheduler.type.value}; run folder {run_dir}",
-        file=stream or sys.stdout,
+        f"{spec.scheduler.type.value}; run folder {campaign.run_dir}",
+        file=campaign.out,
     )
-    service = service_config(spec, stop_key)
+    service = service_config(spec, campaign.stop_key or "")
     return tune.Tuner(
         tune_trainable(spec),
         param_space={TRAIN_LOOP_CONFIG: service} if data_parallel(spec) else service,
         tune_config=tune_config,
         run_config=run_config,
     )
+
+
+def experiment_path(campaign: Campaign) -> str:
+    """Where Tune's experiment of ``campaign`` is: its run folder, or under the storage URI."""
+    run_dir, storage = campaign.run_dir, campaign.storage
+    return f"{storage.rstrip('/')}/{run_dir.name}" if storage else str(run_dir.resolve())
+
+
+def restore_tuner(campaign: Campaign) -> tune.Tuner:
+    """The Tuner of a stopped campaign, resumed: finished trials kept, unfinished ones
+    continued from their checkpoints, errored ones left as they ended.
+
+    Ray restores the searcher, the scheduler and the callbacks from the copies it pickled
+    when the campaign started (``tuner.pkl``), which hold no campaign, and offers no public
+    way to pass new ones (ray-project/ray#41364). So the restored Tuner gets Tune's configs
+    built afresh around this driver's campaign, with the concurrency it was started with;
+    Tune then loads the searcher's state into the new searcher as it would have into the
+    old (its snapshot, ``searcher-state-*.pkl``), and the schedulers read their own state
+    file.
+
+    Raises:
+        TunerError: The run folder was written by an earlier version of tuner whose classes
+            Tune's pickles name (they moved), so this version cannot resume it.
+    """
+    try:
+        tuner = tune.Tuner.restore(
+            experiment_path(campaign),
+            trainable=tune_trainable(campaign.spec),
+            resume_unfinished=True,
+            resume_errored=False,
+        )
+    except (ModuleNotFoundError, AttributeError) as err:
+        raise TunerError(
+            f"{campaign.run_dir}: Ray Tune's saved state names code this version of tuner "
+            f"does not have ({err}); the run folder was written by an earlier version.\n"
+            "  To fix: resume it with the version that started it, or start the campaign "
+            "again with `tuner run` (its study.db keeps the trials it ran)."
+        ) from None
+    internal = tuner._local_tuner  # None only under Ray Client, which runs Tune remotely
+    if internal is not None:
+        restored_tune, restored_run = internal._tune_config, internal.get_run_config()
+        concurrent = restored_tune.max_concurrent_trials or campaign.spec.budget.trials
+        tune_config, run_config = tune_configs(campaign, concurrent=concurrent)
+        # Where the experiment is, as Tune.restore worked it out from the path.
+        run_config.name = restored_run.name
+        run_config.storage_path = restored_run.storage_path
+        run_config.storage_filesystem = restored_run.storage_filesystem
+        internal._tune_config = tune_config
+        internal._run_config = run_config
+    return tuner
 
 
 def prepare_env(spec: CampaignSpec) -> None:

@@ -20,11 +20,8 @@ import ray
 from ray import tune
 
 from tuner import atomic, rundir
-from tuner._ray.build import (
-    EPOCH_ATTR,
-    build_tuner,
-    prepare_env,
-)
+from tuner._ray.build import build_tuner, experiment_path, prepare_env, restore_tuner
+from tuner._ray.campaign import Campaign, make_guard
 from tuner._ray.cluster import (
     ClusterView,
     RayOptions,
@@ -35,22 +32,16 @@ from tuner._ray.cluster import (
     max_concurrent_trials,
     read_cluster,
     refuse_infeasible,
-    trial_request,
 )
 from tuner._ray.failures import STATUS_FAILURES, FailureWatch
-from tuner._ray.guard import BudgetGuard
 from tuner._ray.snapshot import (
     ORPHAN_DIR,
     recover_trial_logs,
     repair_snapshot,
     set_aside_orphans,
 )
-from tuner._ray.trial import tune_trainable
 from tuner.budget import (
     Ledger,
-    Limits,
-    NodePricer,
-    affordable_slots,
     format_spend,
     make_pricer,
     read_ledger,
@@ -149,8 +140,16 @@ def run_campaign(
             },
         )
         concurrent = max_concurrent_trials(spec, ray.cluster_resources(), cluster)
-        guard = _make_guard(
-            spec, run_dir, Ledger(), pricer, cluster, concurrent, profile, stream, stop_key
+        guard = make_guard(
+            spec,
+            run_dir,
+            ledger=Ledger(),
+            pricer=pricer,
+            cluster=cluster,
+            concurrent=concurrent,
+            profile=profile,
+            stream=stream,
+            stop_key=stop_key,
         )
         concurrent = guard.slots
         atomic.write_json(
@@ -163,11 +162,17 @@ def run_campaign(
                 profile=profile,
             ),
         )
-        tuner = build_tuner(
-            spec, run_dir, stream, concurrent=concurrent, stop_key=stop_key, storage=storage
+        campaign = Campaign(
+            spec=spec,
+            run_dir=run_dir,
+            stop_key=stop_key,
+            stream=stream,
+            storage=storage if is_uri(storage) else None,
+            guard=guard,
+            watch=FailureWatch(spec.failure.max_failed_trials, stream),
         )
-        watch = FailureWatch(stop_key, spec.failure.max_failed_trials, stream)
-        result = _fit_and_summarize(spec, run_dir, tuner, stream, guard, cluster, watch)
+        tuner = build_tuner(campaign, concurrent=concurrent)
+        result = _fit_and_summarize(campaign, tuner, cluster)
     finally:
         if started:
             ray.shutdown()
@@ -212,8 +217,11 @@ def resume_campaign(
         )
     run_info = json.loads((run_dir / rundir.RUN_FILE).read_text())
     storage = run_info.get("storage")
-    experiment = f"{storage.rstrip('/')}/{run_dir.name}" if storage else str(run_dir.resolve())
-    if not tune.Tuner.can_restore(experiment):
+    stop_key = run_info.get("stop_key")
+    campaign = Campaign(
+        spec=spec, run_dir=run_dir, stop_key=stop_key, stream=stream, storage=storage
+    )
+    if not tune.Tuner.can_restore(experiment_path(campaign)):
         raise TunerError(
             f"{run_dir}: Ray Tune saved no experiment state here (the driver died before "
             "its first snapshot).\n  To fix: start it again with `tuner run`."
@@ -221,34 +229,30 @@ def resume_campaign(
     options = options or RayOptions()
     prepare_env(spec)
     pricer = make_pricer(spec)
-    stop_key = run_info.get("stop_key")
     ledger, ledger_file = read_ledger(run_dir)
     started = init_ray(options)
     try:
         cluster = read_cluster(options, joined=is_joined(options))
-        tuner = tune.Tuner.restore(
-            experiment,
-            trainable=tune_trainable(spec),
-            resume_unfinished=True,
-            resume_errored=False,
-        )
-        guard = None
         if stop_key:  # run folders of older versions have no guard
             concurrent = max_concurrent_trials(spec, ray.cluster_resources(), cluster)
-            guard = _make_guard(
-                spec, run_dir, ledger, pricer, cluster, concurrent, None, stream, stop_key
+            campaign.guard = make_guard(
+                spec,
+                run_dir,
+                ledger=ledger,
+                pricer=pricer,
+                cluster=cluster,
+                concurrent=concurrent,
+                profile=None,
+                stream=stream,
+                stop_key=stop_key,
             )
-            guard.carry_over(ledger_file)
-        print(f"resuming campaign {spec.name} from {run_dir}", file=stream or sys.stdout)
-        watch = None
-        if stop_key:
-            watch = FailureWatch(
-                stop_key,
-                spec.failure.max_failed_trials,
-                stream,
-                earlier=failed_trial_count(run_dir),
+            campaign.guard.carry_over(ledger_file)
+            campaign.watch = FailureWatch(
+                spec.failure.max_failed_trials, stream, earlier=failed_trial_count(run_dir)
             )
-        result = _fit_and_summarize(spec, run_dir, tuner, stream, guard, cluster, watch)
+        tuner = restore_tuner(campaign)
+        print(f"resuming campaign {spec.name} from {run_dir}", file=campaign.out)
+        result = _fit_and_summarize(campaign, tuner, cluster)
     finally:
         if started:
             ray.shutdown()
@@ -263,75 +267,18 @@ def _finish(run_dir: Path, storage: str | None, stream: TextIO | None) -> None:
     upload(run_dir, storage, stream)
 
 
-def _make_guard(
-    spec: CampaignSpec,
-    run_dir: Path,
-    ledger: Ledger,
-    pricer: NodePricer,
-    cluster: ClusterView,
-    concurrent: int,
-    profile: Profile | None,
-    stream: TextIO | None,
-    stop_key: str,
-) -> BudgetGuard:
-    geometry = AshaGeometry.from_spec(spec)
-    limits = Limits.from_budget(spec.budget)
-    epoch_s = profile.epoch_s if profile is not None and profile.trials else None
-    guard = BudgetGuard(
-        run_dir=run_dir,
-        ledger=ledger,
-        pricer=pricer,
-        limits=limits,
-        geometry=geometry,
-        request=trial_request(spec),
-        slots=concurrent,
-        node_types=cluster.node_types,
-        max_workers=cluster.max_workers,
-        epoch_s=epoch_s,
-        pending_warning_s=spec.resources.pending_warning_s,
-        max_epochs=spec.budget.max_epochs,
-        epoch_attr=EPOCH_ATTR,
-        stop_key=stop_key,
-        stream=stream,
-    )
-    if epoch_s is not None and limits.any and spec.resources.max_concurrent is None:
-        usd_s, gpu_s = guard.planned_rates()
-        first = (*geometry.decision_epochs(), geometry.max_epochs)[0]
-        cap = affordable_slots(
-            limits, usd_per_trial_s=usd_s, gpu_h_per_trial_s=gpu_s, first_rung_s=epoch_s * first
-        )
-        if cap is not None and cap < concurrent:
-            print(
-                f"budget: {cap} trial(s) at a time (of {concurrent} the cluster fits): what "
-                "the budget affords with every one reaching ASHA's first rung",
-                file=stream or sys.stdout,
-            )
-            guard.slots = cap
-    return guard
-
-
 def _fit_and_summarize(
-    spec: CampaignSpec,
-    run_dir: Path,
-    tuner: tune.Tuner,
-    stream: TextIO | None,
-    guard: BudgetGuard | None = None,
-    cluster: ClusterView | None = None,
-    watch: FailureWatch | None = None,
+    campaign: Campaign, tuner: tune.Tuner, cluster: ClusterView
 ) -> CampaignResult:
+    spec, run_dir, stream = campaign.spec, campaign.run_dir, campaign.stream
+    guard, watch = campaign.guard, campaign.watch
     start = time.monotonic()
-    if guard is not None:
-        guard.start()
-    if watch is not None:
-        watch.start()
+    campaign.start()
     try:
-        with capacity_requested(spec, cluster or ClusterView(), guard.slots if guard else 1):
+        with capacity_requested(spec, cluster, guard.slots if guard else 1):
             grid = tuner.fit()
     finally:
-        if guard is not None:
-            guard.close()
-        if watch is not None:
-            watch.close()
+        campaign.close()
     wall_s = time.monotonic() - start
     checkpoint_study(run_dir)  # study.db alone is the whole study from here on
     if guard is not None and guard.exhausted is not None:

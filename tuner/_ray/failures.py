@@ -1,8 +1,7 @@
 """Failed trials in the driver: what each raised, their messages, and the failure limit.
 
-A :class:`FailureWatch` lives in the driver for one campaign, registered under the
-campaign's stop key like the budget guard (Tune pickles the searcher and the scheduler, so
-they hold only the key):
+A :class:`FailureWatch` lives in the driver for one campaign, part of its
+:class:`~tuner._ray.campaign.Campaign`, which the searcher and the schedulers are given:
 
 - the scheduler (``tuner._ray.scheduler``) reads what a trial raised from the error files Ray
   Tune writes (:func:`read_trial_error`) and records it here, before Tune tells the searcher;
@@ -26,26 +25,17 @@ from tuner.outcome import ErrorInfo, Failure, describe_error_text, describe_exce
 
 STATUS_FAILURES = "stopped: failure limit reached"
 
-_WATCHES: dict[str, FailureWatch] = {}
-
-
-def watch_for(key: str | None) -> FailureWatch | None:
-    """The watch registered under ``key`` in this process, if any."""
-    return _WATCHES.get(key) if key else None
-
 
 @dataclass
 class FailureWatch:
     """Counts the campaign's failed trials against ``limit`` and prints their messages.
 
     Attributes:
-        key: The campaign's stop key (what the searcher and scheduler hold).
         limit: ``failure.max_failed_trials``; None: no limit.
         stream: Where messages go (default stdout).
         earlier: Trials that failed before this driver started (a resume).
     """
 
-    key: str
     limit: int | None = None
     stream: TextIO | None = None
     earlier: int = 0
@@ -58,15 +48,6 @@ class FailureWatch:
         # A resumed campaign that had already failed past its limit starts nothing new.
         if self.limit is not None and self.earlier > self.limit:
             self.reached = True
-
-    def start(self) -> None:
-        """Registers the watch (the searcher and scheduler find it by ``key``)."""
-        _WATCHES[self.key] = self
-
-    def close(self) -> None:
-        """Unregisters it."""
-        if _WATCHES.get(self.key) is self:
-            del _WATCHES[self.key]
 
     @property
     def count(self) -> int:

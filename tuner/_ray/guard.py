@@ -1,12 +1,13 @@
-"""The budget guard in the driver: a Ray Tune callback and stopper around the spend ledger.
+"""The budget guard in the driver: the spend ledger kept live, and the budget enforced.
 
 - A watcher thread reads Ray's alive nodes every ``poll_s`` seconds, prices each new node
   (:class:`tuner.budget.NodePricer`) and feeds the :class:`tuner.budget.Ledger`.
 - Every second the guard asks :func:`tuner.budget.assess` whether a new trial may start;
   the searcher holds new trials back while it may not (:meth:`BudgetGuard.gate`).
 - At a limit it writes a stop reason to Ray's key-value store (trials read it after each
-  epoch, checkpoint and stop), stops every trial at its next result, and ends the campaign
-  once they have stopped (or after a grace period).
+  epoch, checkpoint and stop); the schedulers stop every trial at its next result
+  (:meth:`BudgetGuard.should_stop`) and, once they have stopped (or after a grace period),
+  every trial left (:meth:`BudgetGuard.stop_all`).
 - Trials PENDING longer than ``resources.pending_warning`` are reported with the reason.
 - ``ledger.json`` is written every few seconds and at the end; a resume continues it.
 """
@@ -23,7 +24,6 @@ from typing import Any, TextIO
 
 from ray.tune import Callback
 from ray.tune.experiment import Trial
-from ray.tune.stopper import Stopper
 
 from tuner import atomic
 from tuner._ray.nodes import read_nodes
@@ -63,23 +63,6 @@ class _Watcher(threading.Thread):
                 self._guard.observe_nodes()
             except Exception:  # a failed GCS read must not kill the campaign
                 logger.debug("reading Ray's nodes failed", exc_info=True)
-
-
-# Guards of the campaigns this driver runs, by stop key. Tune pickles its callbacks, stopper
-# and searcher into the run folder; those hold only the key (see GuardLink), so a resumed
-# campaign's restored objects reach the new driver's guard.
-_GUARDS: dict[str, BudgetGuard] = {}
-
-
-def guard_for(key: str | None) -> BudgetGuard | None:
-    """The guard registered under ``key`` in this process, if any."""
-    return _GUARDS.get(key) if key else None
-
-
-def gate_for(key: str | None, live: int | None = None) -> str:
-    """The gate of the guard under ``key`` (open when there is none)."""
-    guard = guard_for(key)
-    return guard.gate(live) if guard is not None else GATE_OPEN
 
 
 class BudgetGuard:
@@ -174,9 +157,7 @@ class BudgetGuard:
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Registers the guard, begins a ledger session, clears the stop signal and starts
-        the node watcher."""
-        _GUARDS[self.stop_key] = self
+        """Begins a ledger session, clears the stop signal and starts the node watcher."""
         from ray.experimental import internal_kv
 
         internal_kv._internal_kv_del(self.stop_key, namespace=STOP_NAMESPACE)
@@ -191,7 +172,6 @@ class BudgetGuard:
 
     def close(self) -> None:
         """Stops the watcher, ends the ledger session and writes ``ledger.json``."""
-        _GUARDS.pop(self.stop_key, None)
         self._watcher.stopped.set()
         if self._watcher.is_alive():
             self._watcher.join(timeout=5)
@@ -305,9 +285,11 @@ class BudgetGuard:
             if isinstance(epoch, (int, float)) and isinstance(spent, (int, float)) and epoch > 0:
                 self._progress[trial_id] = (int(epoch), float(spent))
 
-    # -- Stopper ---------------------------------------------------------------------------
+    # -- stopping trials (the schedulers ask; tuner._ray.scheduler) ------------------------
 
-    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+    def should_stop(self, trial_id: str, result: Mapping[str, Any]) -> bool:
+        """Whether ``trial_id`` stops at this result: it reached ``max_epochs``, or the
+        budget is exhausted (the trial is then recorded as stopped by the guard)."""
         epoch = result.get(self._epoch_attr)
         if isinstance(epoch, (int, float)) and epoch >= self._max_epochs:
             return True
@@ -318,6 +300,8 @@ class BudgetGuard:
         return False
 
     def stop_all(self) -> bool:
+        """Whether every trial left stops now: the budget is exhausted and each running
+        trial has stopped at a result, or they had the grace period to do so."""
         with self._lock:
             if self.exhausted is None or self._exhausted_at is None:
                 return False
@@ -521,60 +505,47 @@ class BudgetGuard:
         }
 
 
-class GuardLink(Callback, Stopper):
-    """What Tune holds (and pickles): the stop key; every call goes to that guard."""
+class GuardCallback(Callback):
+    """The guard as a Ray Tune callback: trials starting, reporting and ending feed it.
 
-    def __init__(self, key: str, max_epochs: int, epoch_attr: str = EPOCH_KEY) -> None:
-        self.key = key
-        self._max_epochs = max_epochs
-        self._epoch_attr = epoch_attr
+    Tune pickles its callbacks into ``tuner.pkl``; the guard (a thread, a lock, the
+    ledger) is left out of that pickle, and a resumed campaign hands Tune new callbacks
+    around its own guard (:func:`tuner._ray.build.restore_tuner`).
+    """
 
-    def _guard(self) -> BudgetGuard | None:
-        return guard_for(self.key)
+    def __init__(self, guard: BudgetGuard) -> None:
+        self._guard: BudgetGuard | None = guard
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_guard": None}
 
     def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
-        guard = self._guard()
-        if guard is not None:
-            guard.on_step_begin(iteration, trials, **info)
+        if self._guard is not None:
+            self._guard.on_step_begin(iteration, trials, **info)
 
     def on_trial_start(
         self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
     ) -> None:
-        guard = self._guard()
-        if guard is not None:
-            guard.on_trial_start(iteration, trials, trial, **info)
+        if self._guard is not None:
+            self._guard.on_trial_start(iteration, trials, trial, **info)
 
     def on_trial_result(
         self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any], **info: Any
     ) -> None:
-        guard = self._guard()
-        if guard is not None:
-            guard.on_trial_result(iteration, trials, trial, result, **info)
+        if self._guard is not None:
+            self._guard.on_trial_result(iteration, trials, trial, result, **info)
 
     def on_trial_complete(
         self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
     ) -> None:
-        guard = self._guard()
-        if guard is not None:
-            guard.on_trial_complete(iteration, trials, trial, **info)
+        if self._guard is not None:
+            self._guard.on_trial_complete(iteration, trials, trial, **info)
 
     def on_trial_error(
         self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
     ) -> None:
-        guard = self._guard()
-        if guard is not None:
-            guard.on_trial_error(iteration, trials, trial, **info)
-
-    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-        guard = self._guard()
-        if guard is not None:
-            return guard(trial_id, result)
-        epoch = result.get(self._epoch_attr)
-        return isinstance(epoch, (int, float)) and epoch >= self._max_epochs
-
-    def stop_all(self) -> bool:
-        guard = self._guard()
-        return guard.stop_all() if guard is not None else False
+        if self._guard is not None:
+            self._guard.on_trial_error(iteration, trials, trial, **info)
 
 
 def _same_shape(resources: Mapping[str, float], node: NodeSeen) -> bool:

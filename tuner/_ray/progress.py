@@ -11,14 +11,15 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ray.tune import Callback
 from ray.tune.experiment import Trial
 
-from tuner._ray.failures import watch_for
-from tuner._ray.guard import guard_for
 from tuner.contract import EPOCH_KEY
+
+if TYPE_CHECKING:
+    from tuner._ray.campaign import Campaign
 
 
 def format_status(
@@ -94,7 +95,7 @@ class ProgressCallback(Callback):
         max_epochs: int,
         stream: TextIO | None = None,
         log_every_s: float = 10.0,
-        failure_key: str | None = None,
+        campaign: Campaign | None = None,
     ) -> None:
         self._metric = metric
         self._maximize = maximize
@@ -107,13 +108,15 @@ class ProgressCallback(Callback):
         self._best: float | None = None
         self._best_trial: str | None = None
         self._stopped_early: set[str] = set()
-        # The failure watch's key (tuner._ray.failures): failed trials as Optuna was told.
-        self._failure_key = failure_key
+        # The campaign's failure watch (failed trials as Optuna was told) and budget guard
+        # (spend against the budget).
+        self._campaign = campaign
         self._drawn = 0  # lines of the live block on the terminal now
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_stream"] = None
+        state["_campaign"] = None
         return state
 
     @property
@@ -169,7 +172,8 @@ class ProgressCallback(Callback):
         counts: dict[str, int] = {}
         for t in trials:
             counts[t.status] = counts.get(t.status, 0) + 1
-        watch = watch_for(getattr(self, "_failure_key", None))
+        campaign = self._campaign
+        watch = campaign.watch if campaign is not None else None
         failed_ids = set(watch.failed) if watch is not None else set()
         line = format_status(
             elapsed_s=now - self._start,
@@ -181,7 +185,7 @@ class ProgressCallback(Callback):
             best_trial=self._best_trial,
             failed=None if watch is None else watch.count,
         )
-        guard = guard_for(getattr(self, "_failure_key", None))
+        guard = campaign.guard if campaign is not None else None
         money = guard.live() if guard is not None else None
         if tty:
             done = counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0)

@@ -10,6 +10,10 @@ Both schedulers also see every trial error first (Tune tells the scheduler befor
 searcher): they read what the trial raised and record it for the searcher's message
 (``tuner._ray.failures``), and a trial that ran out of GPU memory is not retried.
 
+Both stop what the campaign stops (:class:`~tuner._ray.campaign.Campaign`, handed to them):
+a trial at ``max_epochs`` or at its first result after the budget is spent, and every trial
+left once the budget guard says so (its grace period for running trials is over).
+
 ASHA here also waits for peers. Ray's ASHA judges a trial at a rung against the results
 already recorded there, so the first trials of a campaign find no one to compare with and
 train to ``max_t`` whatever they score: with 2 workers and rungs at 1, 3 and 9 epochs,
@@ -36,24 +40,17 @@ from ray.tune.result import SHOULD_CHECKPOINT
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
 from tuner import atomic
-from tuner._ray.failures import read_trial_error, watch_for
+from tuner._ray.failures import read_trial_error
 from tuner.outcome import OOM_REASON
 
 if TYPE_CHECKING:
     from ray.tune.execution.tune_controller import TuneController
 
+    from tuner._ray.campaign import Campaign
+
 logger = logging.getLogger(__name__)
 
 STATE_VERSION = 1
-
-# Trials paused at a rung until it has enough peers, per campaign key (the stop key): the
-# searcher leaves them out of its count of live trials, so new trials can bring the peers.
-_WAITING: dict[str, frozenset[str]] = {}
-
-
-def waiting_trials(key: str | None) -> frozenset[str]:
-    """Tune ids of the trials paused at a rung under campaign ``key`` in this process."""
-    return _WAITING.get(key, frozenset()) if key else frozenset()
 
 
 class _FinishedTrials:
@@ -63,13 +60,30 @@ class _FinishedTrials:
     that had already finished is stopped before it can run again.
     """
 
-    def _init_finished(self, state_path: str | None, error_key: str | None = None) -> None:
+    def _init_finished(self, state_path: str | None, campaign: Campaign | None = None) -> None:
         self._state_path = state_path
         self._finished: dict[str, str] = {}
         self._loaded = False
-        # The campaign's stop key: where the failure watch is registered (tuner._ray.failures).
-        self._error_key = error_key
+        # The campaign's live state: its failure watch, budget guard and waiting trials.
+        self._campaign = campaign
         self._no_retry: set[str] = set()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Tune pickles the scheduler into tuner.pkl; the campaign stays in this driver.
+        state = self.__dict__.copy()
+        state["_campaign"] = None
+        return state
+
+    def _stops(self, trial: Trial, result: dict[str, Any]) -> bool:
+        """Whether the campaign stops ``trial`` at this result (max_epochs, a spent budget)."""
+        campaign = self._campaign
+        return campaign is not None and campaign.should_stop(trial.trial_id, result)
+
+    def _stop_all(self, tune_controller: TuneController) -> None:
+        """Stops every trial not ended yet (the budget is spent and its grace is over)."""
+        for trial in tune_controller.get_trials():
+            if trial.status not in (Trial.ERROR, Trial.TERMINATED):
+                tune_controller.stop_trial(trial)
 
     def state(self) -> dict[str, Any]:
         """The persisted state."""
@@ -100,7 +114,8 @@ class _FinishedTrials:
         # Tune wrote the error files and before it tells the searcher.
         info = read_trial_error(trial)
         if info is not None:
-            watch = watch_for(getattr(self, "_error_key", None))
+            campaign = self._campaign
+            watch = campaign.watch if campaign is not None else None
             if watch is not None:
                 watch.record_error(trial.trial_id, info)
             if info.oom:
@@ -111,6 +126,9 @@ class _FinishedTrials:
         super().on_trial_error(tune_controller, trial)  # type: ignore[misc]
 
     def choose_trial_to_run(self, tune_controller: TuneController) -> Trial | None:
+        if self._campaign is not None and self._campaign.stop_all():
+            self._stop_all(tune_controller)
+            return None
         no_retry: set[str] = self.__dict__.get("_no_retry", set())
         for trial in tune_controller.get_trials():
             if trial.status == Trial.PENDING and trial.trial_id in no_retry:
@@ -137,7 +155,8 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
 
     Args:
         state_path: JSON file in the run folder; None keeps state in memory only.
-        error_key: The campaign's stop key (failure watch, budget guard, waiting trials).
+        campaign: The campaign's live state (failure watch, budget guard, waiting trials);
+            None: a scheduler of its own (tests).
         min_peers: Other results a rung needs before a trial is judged there; 0 is Ray's
             ASHA (no waiting).
         **kwargs: Passed to ``ray.tune.schedulers.ASHAScheduler``.
@@ -147,12 +166,12 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
         self,
         *,
         state_path: str | None,
-        error_key: str | None = None,
+        campaign: Campaign | None = None,
         min_peers: int = 0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self._init_finished(state_path, error_key)
+        self._init_finished(state_path, campaign)
         self._min_peers = min_peers
         self._waiting: dict[str, float] = {}  # trial id -> milestone it waits at
         self._promoted: list[str] = []  # judged to continue; started before new trials
@@ -187,13 +206,15 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
         return sum(len(recorded) for _, recorded in self._brackets[0]._rungs)
 
     def _publish(self) -> None:
-        if self._error_key:
-            _WAITING[self._error_key] = frozenset(self._waiting)
+        # The searcher leaves waiting trials out of its live count, so new trials can come
+        # and bring the peers.
+        if self._campaign is not None:
+            self._campaign.waiting = frozenset(self._waiting)
 
     def on_trial_result(
         self, tune_controller: TuneController, trial: Trial, result: dict[str, Any]
     ) -> str:
-        if trial.trial_id in self._finished:
+        if self._stops(trial, result) or trial.trial_id in self._finished:
             return str(TrialScheduler.STOP)
         before = self._recorded()
         milestone = self._rung_to_wait_at(trial, result)
@@ -260,6 +281,13 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
         self._publish()
         self._save()
 
+    def _stop_all(self, tune_controller: TuneController) -> None:
+        # Waiting trials first, so they are told why they stopped where they waited.
+        if self._waiting:
+            exhausted = self._campaign.exhausted if self._campaign is not None else None
+            self._stop_waiting(tune_controller, f"{exhausted or 'stopped'}; stopped at a rung")
+        super()._stop_all(tune_controller)
+
     def _stop_waiting(self, tune_controller: TuneController, reason: str) -> None:
         trials = {t.trial_id: t for t in tune_controller.get_trials()}
         for trial_id in list(self._waiting):
@@ -291,11 +319,9 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
         if self._waiting and not busy:
             # Nothing else can bring peers: judge against what the rungs hold, unless the
             # budget is spent (then they stop where they are).
-            from tuner._ray.guard import guard_for
-
-            guard = guard_for(self._error_key)
-            if guard is not None and guard.exhausted is not None:
-                self._stop_waiting(tune_controller, f"{guard.exhausted}; stopped at a rung")
+            exhausted = self._campaign.exhausted if self._campaign is not None else None
+            if exhausted is not None:
+                self._stop_waiting(tune_controller, f"{exhausted}; stopped at a rung")
                 return None
             self._judge_waiting(tune_controller, force=True)
             return self._next_promoted(by_id)
@@ -325,9 +351,17 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
 class PersistentFIFO(_FinishedTrials, FIFOScheduler):
     """FIFO scheduling that remembers finished trials across a restore."""
 
-    def __init__(self, *, state_path: str | None, error_key: str | None = None) -> None:
+    def __init__(self, *, state_path: str | None, campaign: Campaign | None = None) -> None:
         super().__init__()
-        self._init_finished(state_path, error_key)
+        self._init_finished(state_path, campaign)
+
+    def on_trial_result(
+        self, tune_controller: TuneController, trial: Trial, result: dict[str, Any]
+    ) -> str:
+        if self._stops(trial, result):
+            return str(TrialScheduler.STOP)
+        action: str = super().on_trial_result(tune_controller, trial, result)
+        return action
 
     def on_trial_complete(
         self, tune_controller: TuneController, trial: Trial, result: dict[str, Any]

@@ -20,17 +20,20 @@ import dataclasses
 import logging
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.trial import TrialState
 from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
-from tuner._ray.failures import watch_for
+from tuner._ray.guard import GATE_CLOSED, GATE_WAIT
 from tuner._ray.snapshot import snapshot_trial_ids
 from tuner.contract import EPOCH_KEY
 from tuner.outcome import Decision, Failure, Outcome, decide_outcome, failure_message
+
+if TYPE_CHECKING:
+    from tuner._ray.campaign import Campaign
 
 logger = logging.getLogger(__name__)
 
@@ -64,13 +67,14 @@ class FidelityOptunaSearch(OptunaSearch):
         max_trials: int | None = None,
         epoch_attr: str = EPOCH_KEY,
         nest_under: str | None = None,
-        gate_key: str | None = None,
+        campaign: Campaign | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        # The budget guard's key (tuner._ray.guard): it holds new trials back, and names the
-        # reason of trials it stopped. Only the key is pickled with the searcher's state.
-        self._gate_key = gate_key
+        # The campaign's live state: the budget guard holds new trials back and names the
+        # reason of trials it stopped; the failure watch counts failures; the scheduler
+        # names the trials waiting at a rung. Never pickled (see save).
+        self._campaign = campaign
         # Ray Train trainers take hyperparameters under "train_loop_config".
         self._nest_under = nest_under
         self._max_epochs = max_epochs
@@ -84,7 +88,8 @@ class FidelityOptunaSearch(OptunaSearch):
         self._concurrency_cap: int | None = None
 
     def suggest(self, trial_id: str) -> dict[Any, Any] | None:
-        watch = watch_for(self._gate_key)
+        campaign = self._campaign
+        watch = campaign.watch if campaign is not None else None
         if watch is not None and watch.reached and trial_id not in self._ot_trials:
             return Searcher.FINISHED  # type: ignore[return-value]  # the failure limit
         # A trial that finished after Tune's last snapshot is in the study but unknown to the
@@ -98,10 +103,8 @@ class FidelityOptunaSearch(OptunaSearch):
         new = trial_id not in self._ot_trials
         if new and self._concurrency_cap and self._live_trials() >= self._concurrency_cap:
             return None
-        if self._gate_key is not None and new:
-            from tuner._ray.guard import GATE_CLOSED, GATE_WAIT, gate_for
-
-            gate = gate_for(self._gate_key, self._live_trials())
+        if campaign is not None and new:
+            gate = campaign.gate(self._live_trials())
             if gate == GATE_CLOSED:
                 return Searcher.FINISHED  # type: ignore[return-value]
             if gate == GATE_WAIT:
@@ -139,7 +142,7 @@ class FidelityOptunaSearch(OptunaSearch):
         ot_trial = self._ot_trials.get(trial_id)
         if ot_trial is None or trial_id in self._already_final:
             return
-        watch = watch_for(self._gate_key)
+        watch = self._campaign.watch if self._campaign is not None else None
         error_info = watch.error_of(trial_id) if watch is not None else None
         if error_info is not None and error_info.oom and not error:
             # Ran out of GPU memory and Tune requeued it; the scheduler stopped it before
@@ -192,9 +195,7 @@ class FidelityOptunaSearch(OptunaSearch):
 
     def _budget_reason(self, trial_id: str, decision: Decision) -> Decision:
         """Names the budget as the reason of trials the guard stopped (or never started)."""
-        from tuner._ray.guard import guard_for
-
-        guard = guard_for(self._gate_key)
+        guard = self._campaign.guard if self._campaign is not None else None
         if guard is None or guard.exhausted is None or decision.outcome is Outcome.COMPLETE:
             return decision
         if decision.reason.startswith("budget exhausted"):
@@ -234,14 +235,30 @@ class FidelityOptunaSearch(OptunaSearch):
     def _live_trials(self) -> int:
         """Trials asked for and not finished, less those paused at an ASHA rung for peers
         (they hold no slot, and only new trials can bring those peers)."""
-        from tuner._ray.scheduler import waiting_trials
-
-        finished = self._completed_trials | self._already_final | waiting_trials(self._gate_key)
+        waiting = self._campaign.waiting if self._campaign is not None else frozenset()
+        finished = self._completed_trials | self._already_final | waiting
         return sum(1 for tid in self._ot_trials if tid not in finished)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Tune pickles the searcher into tuner.pkl; the campaign stays in this driver.
+        state = self.__dict__.copy()
+        state["_campaign"] = None
+        return state
+
+    def save(self, checkpoint_path: str) -> None:
+        """Writes the searcher's state (OptunaSearch pickles ``__dict__``) without the
+        campaign."""
+        campaign, self._campaign = self._campaign, None
+        try:
+            super().save(checkpoint_path)
+        finally:
+            self._campaign = campaign
 
     def restore(self, checkpoint_path: str) -> None:
         cap = self._concurrency_cap  # this run's (Tune sets it before restoring)
+        campaign = self._campaign  # this driver's
         super().restore(checkpoint_path)
+        self._campaign = campaign
         self._concurrency_cap = cap if cap is not None else self._concurrency_cap
         # Tune writes experiment_state before this pickle: after a crash between the two,
         # the snapshot a restore resumes can know trials this pickle does not.

@@ -1,0 +1,140 @@
+"""One campaign's state in the driver, in one object that the Tune objects are handed.
+
+A :class:`Campaign` holds what a running campaign knows beyond its spec: its run folder,
+the stop key of its trials, where progress goes, the budget guard (ledger and limits), the
+failure watch, and the trials that wait at an ASHA rung for peers. The driver makes it; the
+searcher, the schedulers and the callbacks receive it through their constructors, and read
+and write its state there (no lookup by name, no module-level registry).
+
+Tune pickles those objects (``tuner.pkl`` when the Tuner is made, the searcher's state at
+each snapshot); each leaves the campaign out of its pickle. A resumed campaign builds them
+again around a new Campaign (:func:`tuner._ray.build.restore_tuner`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from tuner._ray.cluster import ClusterView
+from tuner._ray.failures import FailureWatch
+from tuner._ray.guard import GATE_OPEN, BudgetGuard
+from tuner.budget import Ledger, Limits, NodePricer, affordable_slots
+from tuner.contract import EPOCH_KEY
+from tuner.cost import AshaGeometry, Profile
+from tuner.spec import CampaignSpec
+
+
+@dataclass(eq=False)
+class Campaign:
+    """A running campaign's state in the driver.
+
+    Attributes:
+        spec: The campaign.
+        run_dir: Its run folder.
+        stop_key: Key of the trials' stop signal in Ray's key-value store (None: a run
+            folder of a version without a budget guard).
+        stream: Where progress and messages go (None: stdout).
+        storage: The storage URI of Tune's experiment, if not the run folder.
+        guard: The budget guard (None without a stop key).
+        watch: The failure watch.
+        waiting: Tune ids of the trials paused at an ASHA rung until it has peers (the
+            scheduler sets it; the searcher counts them out of the live trials).
+    """
+
+    spec: CampaignSpec
+    run_dir: Path
+    stop_key: str | None = None
+    stream: TextIO | None = None
+    storage: str | None = None
+    guard: BudgetGuard | None = None
+    watch: FailureWatch | None = None
+    waiting: frozenset[str] = frozenset()
+
+    @property
+    def out(self) -> TextIO:
+        """Where progress and messages go."""
+        return self.stream or sys.stdout
+
+    @property
+    def exhausted(self) -> str | None:
+        """Why the budget is spent, or None while it is not (or there is no guard)."""
+        return self.guard.exhausted if self.guard is not None else None
+
+    def gate(self, live: int) -> str:
+        """Whether a new trial may start (``open``, ``wait`` or ``closed``; see the guard)."""
+        return self.guard.gate(live) if self.guard is not None else GATE_OPEN
+
+    def should_stop(self, trial_id: str, result: Mapping[str, Any]) -> bool:
+        """Whether a trial stops at this result: at ``max_epochs``, or the budget is spent."""
+        if self.guard is not None:
+            return self.guard.should_stop(trial_id, result)
+        epoch = result.get(EPOCH_KEY)
+        return isinstance(epoch, (int, float)) and epoch >= self.spec.budget.max_epochs
+
+    def stop_all(self) -> bool:
+        """Whether every trial left must stop now (the budget is spent; see the guard)."""
+        return self.guard.stop_all() if self.guard is not None else False
+
+    def start(self) -> None:
+        """Starts the budget guard (its ledger session and node watcher)."""
+        if self.guard is not None:
+            self.guard.start()
+
+    def close(self) -> None:
+        """Stops the budget guard and writes the ledger."""
+        if self.guard is not None:
+            self.guard.close()
+
+
+def make_guard(
+    spec: CampaignSpec,
+    run_dir: Path,
+    *,
+    ledger: Ledger,
+    pricer: NodePricer,
+    cluster: ClusterView,
+    concurrent: int,
+    profile: Profile | None,
+    stream: TextIO | None,
+    stop_key: str,
+) -> BudgetGuard:
+    """The campaign's budget guard; with a profile and a budget, trials at once are capped
+    at what the budget affords with every one reaching ASHA's first rung."""
+    geometry = AshaGeometry.from_spec(spec)
+    limits = Limits.from_budget(spec.budget)
+    epoch_s = profile.epoch_s if profile is not None and profile.trials else None
+    guard = BudgetGuard(
+        run_dir=run_dir,
+        ledger=ledger,
+        pricer=pricer,
+        limits=limits,
+        geometry=geometry,
+        request=spec.resources.bundle(),
+        slots=concurrent,
+        node_types=cluster.node_types,
+        max_workers=cluster.max_workers,
+        epoch_s=epoch_s,
+        pending_warning_s=spec.resources.pending_warning_s,
+        max_epochs=spec.budget.max_epochs,
+        epoch_attr=EPOCH_KEY,
+        stop_key=stop_key,
+        stream=stream,
+    )
+    if epoch_s is not None and limits.any and spec.resources.max_concurrent is None:
+        usd_s, gpu_s = guard.planned_rates()
+        first = (*geometry.decision_epochs(), geometry.max_epochs)[0]
+        cap = affordable_slots(
+            limits, usd_per_trial_s=usd_s, gpu_h_per_trial_s=gpu_s, first_rung_s=epoch_s * first
+        )
+        if cap is not None and cap < concurrent:
+            print(
+                f"budget: {cap} trial(s) at a time (of {concurrent} the cluster fits): what "
+                "the budget affords with every one reaching ASHA's first rung",
+                file=stream or sys.stdout,
+            )
+            guard.slots = cap
+    return guard
