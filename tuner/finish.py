@@ -12,13 +12,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tuner import atomic, rundir
-from tuner._ray.failures import STATUS_FAILURES
-from tuner._ray.searcher import (
-    FAILURE_ATTR,
-    ORPHAN_REASON,
-    STOP_REASON_ATTR,
-    TUNE_TRIAL_ID_ATTR,
-)
 from tuner.contract import (
     hyperparameters,
 )
@@ -30,6 +23,7 @@ from tuner.cost._reality import (
 )
 from tuner.errors import TunerError
 from tuner.spec import CampaignSpec, Mode
+from tuner.study import FAILURE_ATTR, ORPHAN_REASON, STOP_REASON_ATTR, TUNE_TRIAL_ID_ATTR
 from tuner.summary import open_study, summarize
 
 NO_REPORT_ENV = "TUNER_NO_REPORT"
@@ -81,11 +75,12 @@ def failed_trial_count(run_dir: Path) -> int:
     return sum(1 for t in study.get_trials(deepcopy=False) if FAILURE_ATTR in t.user_attrs)
 
 
+# A campaign's status in summary.json: "completed", "time limit reached", or one of these.
 STATUS_BUDGET = "budget exhausted"
-
-
 # What is left of the budget affords no further trial: none starts, the campaign ends.
 STATUS_HELD_BACK = "stopped: the budget affords no further trial"
+# More trials failed than failure.max_failed_trials allows (tuner._ray.failures).
+STATUS_FAILURES = "stopped: failure limit reached"
 
 
 def close_unstarted(run_dir: Path, spec: CampaignSpec, reason: str) -> None:
@@ -95,8 +90,6 @@ def close_unstarted(run_dir: Path, spec: CampaignSpec, reason: str) -> None:
     orphaned to a resume.
     """
     from optuna.trial import TrialState
-
-    from tuner._ray.searcher import STOP_REASON_ATTR
 
     study = open_study(run_dir)
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):

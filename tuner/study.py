@@ -1,4 +1,9 @@
-"""The run's Optuna study: SQLite in write-ahead-log mode, as a campaign driver wants it.
+"""The run's Optuna study: SQLite in write-ahead-log mode, and what each trial records there.
+
+Every trial of a campaign carries user attributes beside Optuna's own state and values: its
+Tune trial id, why it stopped, the epochs it trained and, for a FAIL, the kind of failure and
+a message (the ``*_ATTR`` names below). The searcher writes them; summaries, reports and
+resumes read them.
 
 Optuna commits every report, parameter and state change on its own; in SQLite's default
 rollback-journal mode each commit waits for an fsync (about 2.6 ms here), and the Tune
@@ -22,6 +27,14 @@ import optuna
 from tuner.rundir import STUDY_FILE, study_url
 
 BUSY_TIMEOUT_S = 30
+
+TUNE_TRIAL_ID_ATTR = "tune_trial_id"
+STOP_REASON_ATTR = "stop_reason"
+EPOCHS_ATTR = "epochs"
+FAILURE_ATTR = "failure"
+FAILURE_MESSAGE_ATTR = "failure_message"
+ORPHAN_REASON = "orphaned: started after Tune's last snapshot before the driver died; not resumable"
+"""The stop reason of a trial the dead driver asked for but Tune's last snapshot never had."""
 
 
 def _connect(path: str) -> sqlite3.Connection:

@@ -28,6 +28,13 @@ from optuna.distributions import (
 )
 
 from tuner.rundir import STUDY_FILE, study_url
+from tuner.study import (
+    EPOCHS_ATTR,
+    FAILURE_ATTR,
+    FAILURE_MESSAGE_ATTR,
+    STOP_REASON_ATTR,
+    TUNE_TRIAL_ID_ATTR,
+)
 
 
 @dataclass(frozen=True)
@@ -64,16 +71,16 @@ def load_rows(study: optuna.Study, *, maximize: bool) -> list[TrialRow]:
         rows.append(
             TrialRow(
                 number=t.number,
-                tune_id=str(t.user_attrs.get("tune_trial_id", "")),
+                tune_id=str(t.user_attrs.get(TUNE_TRIAL_ID_ATTR, "")),
                 state=t.state.name,
                 value=value,
                 best_value=best,
-                epochs=int(t.user_attrs.get("epochs", max(inter) if inter else 0)),
-                reason=str(t.user_attrs.get("stop_reason", "")),
+                epochs=int(t.user_attrs.get(EPOCHS_ATTR, max(inter) if inter else 0)),
+                reason=str(t.user_attrs.get(STOP_REASON_ATTR, "")),
                 params=dict(t.params),
                 intermediate=inter,
-                failure=str(t.user_attrs.get("failure", "")),
-                message=str(t.user_attrs.get("failure_message", "")),
+                failure=str(t.user_attrs.get(FAILURE_ATTR, "")),
+                message=str(t.user_attrs.get(FAILURE_MESSAGE_ATTR, "")),
             )
         )
     return rows

@@ -24,8 +24,8 @@ from optuna.trial import TrialState
 from tuner import rundir
 from tuner._ray.cluster import RayOptions, init_ray
 from tuner._ray.driver import run_campaign
-from tuner._ray.failures import STATUS_FAILURES
 from tuner.cli import campaign_exit_code
+from tuner.finish import STATUS_FAILURES
 from tuner.spec import parse_campaign
 
 pytestmark = pytest.mark.ray

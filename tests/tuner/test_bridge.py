@@ -18,7 +18,8 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState
 from ray.tune.search.optuna import OptunaSearch
 
-from tuner._ray.searcher import ORPHAN_REASON, FidelityOptunaSearch
+from tuner._ray.searcher import FidelityOptunaSearch
+from tuner.study import ORPHAN_REASON
 
 MAX_EPOCHS = 4
 SPACE = {"lr": FloatDistribution(1e-4, 1e-1, log=True)}

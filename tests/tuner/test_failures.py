@@ -28,8 +28,9 @@ from tuner._ray.campaign import Campaign
 from tuner._ray.failures import FailureWatch, read_trial_error
 from tuner._ray.progress import format_status
 from tuner._ray.scheduler import PersistentASHA, PersistentFIFO
-from tuner._ray.searcher import FAILURE_ATTR, FAILURE_MESSAGE_ATTR, FidelityOptunaSearch
+from tuner._ray.searcher import FidelityOptunaSearch
 from tuner.outcome import ErrorInfo, Failure
+from tuner.study import FAILURE_ATTR, FAILURE_MESSAGE_ATTR
 from tuner.summary import TrialRow, failure_regions, format_failures, summarize
 
 SPACE = {

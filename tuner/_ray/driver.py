@@ -33,7 +33,7 @@ from tuner._ray.cluster import (
     read_cluster,
     refuse_infeasible,
 )
-from tuner._ray.failures import STATUS_FAILURES, FailureWatch
+from tuner._ray.failures import FailureWatch
 from tuner._ray.snapshot import (
     ORPHAN_DIR,
     recover_trial_logs,
@@ -55,6 +55,7 @@ from tuner.cost._reality import (
 from tuner.errors import TunerError
 from tuner.finish import (
     STATUS_BUDGET,
+    STATUS_FAILURES,
     close_unstarted,
     failed_trial_count,
     final_trial_ids,

@@ -23,8 +23,6 @@ from typing import Any, TextIO
 
 from tuner.outcome import ErrorInfo, Failure, describe_error_text, describe_exception
 
-STATUS_FAILURES = "stopped: failure limit reached"
-
 
 @dataclass
 class FailureWatch:

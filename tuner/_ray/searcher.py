@@ -31,18 +31,20 @@ from tuner._ray.guard import GATE_CLOSED, GATE_WAIT
 from tuner._ray.snapshot import snapshot_trial_ids
 from tuner.contract import EPOCH_KEY
 from tuner.outcome import Decision, Failure, Outcome, decide_outcome, failure_message
+from tuner.study import (
+    EPOCHS_ATTR,
+    FAILURE_ATTR,
+    FAILURE_MESSAGE_ATTR,
+    ORPHAN_REASON,
+    STOP_REASON_ATTR,
+    TUNE_TRIAL_ID_ATTR,
+)
 
 if TYPE_CHECKING:
     from tuner._ray.campaign import Campaign
 
 logger = logging.getLogger(__name__)
 
-TUNE_TRIAL_ID_ATTR = "tune_trial_id"
-STOP_REASON_ATTR = "stop_reason"
-EPOCHS_ATTR = "epochs"
-FAILURE_ATTR = "failure"
-FAILURE_MESSAGE_ATTR = "failure_message"
-ORPHAN_REASON = "orphaned: started after Tune's last snapshot before the driver died; not resumable"
 
 _OPTUNA_STATE = {
     Outcome.COMPLETE: TrialState.COMPLETE,

@@ -129,7 +129,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def campaign_exit_code(summary: dict[str, Any]) -> int:
     """The exit status for a campaign that ended with ``summary``."""
-    from tuner._ray.failures import STATUS_FAILURES
+    from tuner.finish import STATUS_FAILURES
 
     return EXIT_FAILURE_LIMIT if summary.get("status") == STATUS_FAILURES else 0
 
