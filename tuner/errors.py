@@ -1,7 +1,14 @@
 """User-facing error types.
 
-Every error a user can cause (a bad campaign file, a bad CLI flag, a missing file) is a
-:class:`TunerError`; the CLI prints ``str(err)`` and exits with status 2, no traceback.
+Every error a user can cause (a bad campaign file, a bad CLI flag, a missing run folder, a
+cluster that cannot hold a trial) is a :class:`TunerError` subclass; the CLI prints
+``str(err)`` and exits with status 2, no traceback, and a library caller can read the same
+facts from its attributes: the file at fault, the key path in it, the value, what is
+allowed, the closest valid name and how to fix it.
+
+The message reads ``"{source}: {path}: {problem} (got {got!r}; allowed {allowed}) Did you
+mean 'x'?"``, each piece only where the error has it, then a ``"\n  To fix: ..."`` line
+when a fix is known.
 """
 
 from __future__ import annotations
@@ -10,50 +17,50 @@ import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["SpecError", "TunerError", "closest"]
+__all__ = [
+    "ClusterError",
+    "FileError",
+    "RunFolderError",
+    "SpecError",
+    "TunerError",
+    "closest",
+]
 
-# Marks "no value given" for SpecError.got, because None is a legitimate (bad) value.
+# Marks "no value given" for TunerError.got, because None is a legitimate (bad) value.
 _NOT_GIVEN: Any = object()
 
 
 class TunerError(Exception):
-    """Base class of every error caused by user input; its message is shown as-is."""
-
-
-class SpecError(TunerError, ValueError):
-    """A campaign file, campaign mapping or CLI flag violates the campaign schema.
-
-    The message reads
-    ``"{source}: {path}: {problem} (got {got!r}; allowed {allowed}) Did you mean 'x'?"``
-    with the parenthesis holding only the pieces present, followed by a
-    ``"\\n  To fix: ..."`` line when a fix is known.
+    """Base class of every error caused by user input.
 
     Attributes:
-        source: File path as given, ``"<cli>"`` for command-line flags, or ``"<dict>"``.
-        path: Dotted key path (``space.lr.low``), a CLI flag (``--max-epochs``) or a
-            location such as ``line 3, column 7``.
-        problem: What is wrong, as a short sentence fragment.
+        problem: What is wrong, as a short sentence fragment (the whole message when the
+            error has no other parts).
+        source: The file or folder at fault (as given), ``"<cli>"`` for command-line flags,
+            ``"<dict>"`` for a campaign mapping, or None.
+        path: Dotted key path (``space.lr.low``), a CLI flag (``--max-epochs``), a location
+            such as ``line 3, column 7``, or None.
         got: The offending value (``None`` when not given; see ``has_got``).
         has_got: Whether ``got`` was given.
-        allowed: What is allowed, already formatted for humans (or ``None``).
-        suggestion: The closest valid name (or ``None``).
-        fix: How to fix it (or ``None``).
+        allowed: What is allowed, formatted for humans, or None.
+        suggestion: The closest valid name, or None.
+        fix: How to fix it, or None.
     """
 
     def __init__(
         self,
-        source: str,
-        path: str,
         problem: str,
         *,
+        source: str | None = None,
+        path: str | None = None,
         got: Any = _NOT_GIVEN,
         allowed: str | Sequence[str] | None = None,
         suggestion: str | None = None,
         fix: str | None = None,
     ) -> None:
+        self.problem = problem
         self.source = source
         self.path = path
-        self.problem = problem
         self.has_got = got is not _NOT_GIVEN
         self.got = got if self.has_got else None
         if allowed is not None and not isinstance(allowed, str):
@@ -64,7 +71,8 @@ class SpecError(TunerError, ValueError):
         super().__init__(self._render())
 
     def _render(self) -> str:
-        text = f"{self.source}: {self.path}: {self.problem}"
+        text = ": ".join(str(part) for part in (self.source, self.path) if part is not None)
+        text = f"{text}: {self.problem}" if text else self.problem
         details = []
         if self.has_got:
             details.append(f"got {self.got!r}")
@@ -81,22 +89,90 @@ class SpecError(TunerError, ValueError):
     def __str__(self) -> str:
         return self._render()
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Exceptions pickle via self.args by default, which loses the keyword fields;
-        # Ray pickles errors raised inside workers.
-        kwargs = {
+    def _fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {
+            "source": self.source,
+            "path": self.path,
             "allowed": self.allowed,
             "suggestion": self.suggestion,
             "fix": self.fix,
         }
         if self.has_got:
-            kwargs["got"] = self.got
-        return (_rebuild_spec_error, (self.source, self.path, self.problem, kwargs))
+            fields["got"] = self.got
+        return fields
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Exceptions pickle via self.args by default, which loses the keyword fields;
+        # Ray pickles errors raised inside workers.
+        return (_rebuild, (type(self), self.problem, self._fields()))
 
 
-def _rebuild_spec_error(source: str, path: str, problem: str, kwargs: dict[str, Any]) -> SpecError:
-    """Unpickle a SpecError."""
-    return SpecError(source, path, problem, **kwargs)
+def _rebuild(cls: type[TunerError], problem: str, fields: dict[str, Any]) -> TunerError:
+    """Unpickles a TunerError of any subclass."""
+    error = cls.__new__(cls)
+    TunerError.__init__(error, problem, **fields)
+    return error
+
+
+class SpecError(TunerError, ValueError):
+    """A campaign file, campaign mapping, catalog, profile or CLI flag breaks its schema.
+
+    ``source`` and ``path`` are always given: the file (or ``"<cli>"``, ``"<dict>"``) and
+    the key path in it.
+    """
+
+    source: str
+    path: str
+
+    def __init__(
+        self,
+        source: str,
+        path: str,
+        problem: str,
+        *,
+        got: Any = _NOT_GIVEN,
+        allowed: str | Sequence[str] | None = None,
+        suggestion: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        super().__init__(
+            problem,
+            source=source,
+            path=path,
+            got=got,
+            allowed=allowed,
+            suggestion=suggestion,
+            fix=fix,
+        )
+
+
+class FileError(TunerError):
+    """A file the user named is missing, unreadable or not the kind of file expected."""
+
+    source: str
+
+    def __init__(self, source: str, problem: str, *, fix: str | None = None) -> None:
+        super().__init__(problem, source=source, fix=fix)
+
+
+class RunFolderError(TunerError):
+    """A run folder that cannot be used as asked: missing, taken already, not a run folder,
+    not resumable, or with a damaged file inside (``source`` names the folder or file)."""
+
+    source: str
+
+    def __init__(self, source: str, problem: str, *, fix: str | None = None) -> None:
+        super().__init__(problem, source=source, fix=fix)
+
+
+class ClusterError(TunerError):
+    """The cluster cannot run the campaign as given: its config is unreadable, its node
+    labels are wrong, or no node (nor node type) can ever hold one trial."""
+
+    def __init__(
+        self, source: str, problem: str, *, path: str | None = None, fix: str | None = None
+    ) -> None:
+        super().__init__(problem, source=source, path=path, fix=fix)
 
 
 def closest(name: object, candidates: Iterable[str], cutoff: float = 0.6) -> str | None:

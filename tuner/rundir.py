@@ -29,7 +29,7 @@ from typing import Any, TextIO
 import yaml
 
 from tuner import atomic
-from tuner.errors import SpecError, TunerError
+from tuner.errors import RunFolderError, SpecError
 
 CAMPAIGN_FILE = "campaign.yaml"
 RUN_FILE = "run.json"
@@ -87,15 +87,17 @@ def new_run_dir(runs_root: Path, name: str) -> Path:
 def check_resumable(run_dir: Path) -> Path:
     """Checks that ``run_dir`` is a campaign folder; returns its campaign file."""
     if not run_dir.is_dir():
-        raise TunerError(
-            f"{run_dir}: no such run folder.\n  To fix: pass a folder under runs/ "
-            "that `tuner run` created (see `ls runs/`)."
+        raise RunFolderError(
+            str(run_dir),
+            "no such run folder.",
+            fix="pass a folder under runs/ that `tuner run` created (see `ls runs/`).",
         )
     campaign = run_dir / CAMPAIGN_FILE
     if not campaign.is_file():
-        raise TunerError(
-            f"{run_dir}: not a tuner run folder (no {CAMPAIGN_FILE} inside).\n"
-            "  To fix: pass the folder `tuner run` printed at start, e.g. runs/<name>."
+        raise RunFolderError(
+            str(run_dir),
+            f"not a tuner run folder (no {CAMPAIGN_FILE} inside).",
+            fix="pass the folder `tuner run` printed at start, e.g. runs/<name>.",
         )
     return campaign
 

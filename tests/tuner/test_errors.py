@@ -67,3 +67,25 @@ def test_closest() -> None:
     assert closest("hyperband", names) is None
     assert closest(3, names) is None
     assert closest("x", []) is None
+
+
+def test_every_kind_carries_its_source_and_fix_and_pickles_as_itself() -> None:
+    from tuner.errors import ClusterError, FileError, RunFolderError
+
+    errors: list[TunerError] = [
+        FileError("c.yaml", "no such campaign file.", fix="pass a YAML file"),
+        RunFolderError("runs/x", "run folder exists already.", fix="`tuner resume runs/x`"),
+        ClusterError("c.yaml", "each trial asks for 1 GPU, but none fits.", path="resources"),
+    ]
+    for err in errors:
+        assert err.source in ("c.yaml", "runs/x")
+        copy = pickle.loads(pickle.dumps(err))
+        assert type(copy) is type(err) and str(copy) == str(err)
+        assert (copy.source, copy.path, copy.fix) == (err.source, err.path, err.fix)
+    assert str(errors[1]) == ("runs/x: run folder exists already.\n  To fix: `tuner resume runs/x`")
+    assert str(errors[2]) == "c.yaml: resources: each trial asks for 1 GPU, but none fits."
+
+
+def test_a_message_alone_is_the_whole_message() -> None:
+    err = TunerError("node label tuner.io/market='x': must be spot or on-demand.")
+    assert str(err) == err.problem and err.source is None and not err.has_got

@@ -30,7 +30,7 @@ from tuner.contract import (
     EPOCH_KEY,
     TRAIN_LOOP_CONFIG,
 )
-from tuner.errors import TunerError
+from tuner.errors import RunFolderError
 from tuner.rundir import is_uri
 from tuner.space import DefineByRun, make_sampler
 from tuner.spec import CampaignSpec, Mode, SchedulerType
@@ -214,11 +214,12 @@ def restore_tuner(campaign: Campaign) -> tune.Tuner:
             resume_errored=False,
         )
     except (ModuleNotFoundError, AttributeError) as err:
-        raise TunerError(
-            f"{campaign.run_dir}: Ray Tune's saved state names code this version of tuner "
-            f"does not have ({err}); the run folder was written by an earlier version.\n"
-            "  To fix: resume it with the version that started it, or start the campaign "
-            "again with `tuner run` (its study.db keeps the trials it ran)."
+        raise RunFolderError(
+            str(campaign.run_dir),
+            f"Ray Tune's saved state names code this version of tuner does not have ({err}); "
+            "the run folder was written by an earlier version.",
+            fix="resume it with the version that started it, or start the campaign again "
+            "with `tuner run` (its study.db keeps the trials it ran).",
         ) from None
     internal = tuner._local_tuner  # None only under Ray Client, which runs Tune remotely
     if internal is not None:

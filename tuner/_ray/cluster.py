@@ -30,7 +30,7 @@ from tuner.budget import (
     node_resources,
     node_types_from_config,
 )
-from tuner.errors import TunerError
+from tuner.errors import ClusterError
 from tuner.spec import CampaignSpec
 
 
@@ -96,14 +96,16 @@ def read_cluster(options: RayOptions, *, joined: bool) -> ClusterView:
         try:
             config = yaml.safe_load(Path(path).read_text())
         except (OSError, yaml.YAMLError) as err:
-            raise TunerError(
-                f"{path}: cannot read the cluster config: {err}.\n"
-                "  To fix: pass the YAML file `ray up` used (--cluster-config)."
+            raise ClusterError(
+                str(path),
+                f"cannot read the cluster config: {err}.",
+                fix="pass the YAML file `ray up` used (--cluster-config).",
             ) from None
         if not isinstance(config, dict) or "available_node_types" not in config:
-            raise TunerError(
-                f"{path}: not an autoscaler config (no available_node_types).\n"
-                "  To fix: pass a cluster.yaml with node types, or leave --cluster-config out."
+            raise ClusterError(
+                str(path),
+                "not an autoscaler config (no available_node_types).",
+                fix="pass a cluster.yaml with node types, or leave --cluster-config out.",
             )
         node_types = node_types_from_config(config)
         raw = config.get("max_workers")
@@ -136,11 +138,12 @@ def refuse_infeasible(
         )
         return
     where = cluster.config_path or "this machine's Ray"
-    raise TunerError(
-        f"{source}: resources: each trial asks for {format_request(trial_request(spec))}, "
-        f"but {reason} ({where}).\n"
-        "  To fix: lower resources.cpu / resources.gpu, or add a node type that fits "
-        "(or start the local Ray with --num-cpus / --num-gpus)."
+    raise ClusterError(
+        source,
+        f"each trial asks for {format_request(trial_request(spec))}, but {reason} ({where}).",
+        path="resources",
+        fix="lower resources.cpu / resources.gpu, or add a node type that fits "
+        "(or start the local Ray with --num-cpus / --num-gpus).",
     )
 
 
@@ -220,6 +223,8 @@ def check_prices(pricer: NodePricer, cluster: ClusterView) -> None:
         try:
             pricer.price(node_type.resources, node_type.labels)
         except PricingError as err:
-            raise TunerError(
-                f"{cluster.config_path}: available_node_types.{node_type.name}.labels: {err}"
+            raise ClusterError(
+                str(cluster.config_path),
+                str(err),
+                path=f"available_node_types.{node_type.name}.labels",
             ) from None

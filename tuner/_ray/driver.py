@@ -52,7 +52,7 @@ from tuner.cost._reality import (
     format_comparison,
     predict_cost,
 )
-from tuner.errors import TunerError
+from tuner.errors import RunFolderError
 from tuner.finish import (
     STATUS_BUDGET,
     STATUS_FAILURES,
@@ -114,9 +114,10 @@ def run_campaign(
             written then).
     """
     if run_dir.exists():
-        raise TunerError(
-            f"{run_dir}: run folder exists already.\n"
-            f"  To fix: `tuner resume {run_dir}` to continue it, or choose another --name."
+        raise RunFolderError(
+            str(run_dir),
+            "run folder exists already.",
+            fix=f"`tuner resume {run_dir}` to continue it, or choose another --name.",
         )
     if is_uri(storage):
         rundir.check_storage_uri(str(storage), source="run_campaign", path="storage")
@@ -223,9 +224,11 @@ def resume_campaign(
         spec=spec, run_dir=run_dir, stop_key=stop_key, stream=stream, storage=storage
     )
     if not tune.Tuner.can_restore(experiment_path(campaign)):
-        raise TunerError(
-            f"{run_dir}: Ray Tune saved no experiment state here (the driver died before "
-            "its first snapshot).\n  To fix: start it again with `tuner run`."
+        raise RunFolderError(
+            str(run_dir),
+            "Ray Tune saved no experiment state here (the driver died before its first "
+            "snapshot).",
+            fix="start it again with `tuner run`.",
         )
     options = options or RayOptions()
     prepare_env(spec)

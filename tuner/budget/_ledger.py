@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuner.errors import TunerError
+from tuner.errors import RunFolderError
 
 LEDGER_FILE = "ledger.json"
 _FORMAT = 1
@@ -300,9 +300,10 @@ def read_ledger(run_dir: Path) -> tuple[Ledger, dict[str, Any]]:
         data = dict(json.loads(path.read_text()))
         return Ledger.from_dict(data), data
     except (ValueError, TypeError, KeyError) as err:
-        raise TunerError(
-            f"{path}: the spend ledger is damaged ({err}).\n"
-            "  To fix: restore it from a backup; deleting it resumes with nothing spent."
+        raise RunFolderError(
+            str(path),
+            f"the spend ledger is damaged ({err}).",
+            fix="restore it from a backup; deleting it resumes with nothing spent.",
         ) from None
 
 

@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuner.errors import SpecError, TunerError
+from tuner.errors import FileError, SpecError
 
 if TYPE_CHECKING:
     from tuner._ray.cluster import RayOptions
@@ -183,9 +183,10 @@ def load_campaign_file(path: Path) -> tuple[CampaignSpec, list[str]]:
     from tuner.spec import load_campaign
 
     if not path.is_file():
-        raise TunerError(
-            f"{path}: no such campaign file.\n  To fix: pass a YAML file such as "
-            "search_spaces/default.yaml."
+        raise FileError(
+            str(path),
+            "no such campaign file.",
+            fix="pass a YAML file such as search_spaces/default.yaml.",
         )
     # The campaign's own folder and the working directory, so `module:function` trainables
     # next to the campaign (or in the project being tuned) import; nothing else is added.

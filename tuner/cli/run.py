@@ -19,7 +19,7 @@ from tuner.cli._args import (
     ray_options,
 )
 from tuner.cli._exit import handled
-from tuner.errors import TunerError
+from tuner.errors import FileError
 
 __all__ = [
     "EXIT_FAILURE_LIMIT",
@@ -75,9 +75,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if path is None:
         path = DEFAULT_CAMPAIGN
         if not path.is_file():
-            raise TunerError(
-                f"{path}: the default campaign file is missing (tuner is not installed from "
-                "a source checkout).\n  To fix: pass a campaign file: tuner run CAMPAIGN.yaml"
+            raise FileError(
+                str(path),
+                "the default campaign file is missing (tuner is not installed from a source "
+                "checkout).",
+                fix="pass a campaign file: tuner run CAMPAIGN.yaml",
             )
     spec, code_dirs = load_campaign_file(Path(path))
     time_limit = duration_flag(args.time_limit, "--time-limit")

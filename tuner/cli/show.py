@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.cli._args import positive_int
-from tuner.errors import TunerError
+from tuner.errors import RunFolderError
 
 __all__ = ["add_report_command", "add_show_command"]
 
@@ -55,7 +55,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     try:
         study = open_study(args.run_dir)
     except FileNotFoundError:
-        raise TunerError(f"{args.run_dir}: no study.db yet (no trial has started).") from None
+        raise RunFolderError(str(args.run_dir), "no study.db yet (no trial has started).") from None
     summary = summarize(
         study,
         metric=spec.metric,
@@ -88,7 +88,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     check_resumable(args.run_dir)
     if not (args.run_dir / "study.db").is_file():
-        raise TunerError(f"{args.run_dir}: no study.db yet (no trial has started).")
+        raise RunFolderError(str(args.run_dir), "no study.db yet (no trial has started).")
     written = write_report(args.run_dir)
     for kind, path in written.items():
         print(f"{kind:8s} {path}")

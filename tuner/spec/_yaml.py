@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from tuner.errors import SpecError, TunerError
+from tuner.errors import FileError, SpecError
 from tuner.spec._campaign import CampaignSpec
 from tuner.spec._checks import join
 from tuner.spec._parse import parse_campaign
@@ -155,15 +155,15 @@ def load_campaign(path: str | os.PathLike[str], *, check_trainable: bool = True)
         with open(source, encoding="utf-8") as f:
             text = f.read()
     except FileNotFoundError:
-        raise TunerError(f"{source}: no such campaign file") from None
+        raise FileError(source, "no such campaign file") from None
     except IsADirectoryError:
-        raise TunerError(f"{source}: is a directory, not a campaign file") from None
+        raise FileError(source, "is a directory, not a campaign file") from None
     except UnicodeDecodeError as exc:
-        raise TunerError(
-            f"{source}: cannot read campaign file: {exc}\n  To fix: save it with UTF-8 encoding"
+        raise FileError(
+            source, f"cannot read campaign file: {exc}", fix="save it with UTF-8 encoding"
         ) from None
     except OSError as exc:
-        raise TunerError(f"{source}: cannot read campaign file: {exc}") from None
+        raise FileError(source, f"cannot read campaign file: {exc}") from None
     data = load_yaml(text, source)
     if data is None:
         raise SpecError(
