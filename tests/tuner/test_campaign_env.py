@@ -1,11 +1,17 @@
-"""The environment a campaign sets for Tune before it starts (no Ray needed)."""
+"""The environment a campaign sets for Tune while it runs, and gives back (no Ray needed)."""
 
 from __future__ import annotations
 
+import os
+
+import optuna
 import pytest
 
-from tuner._ray import build
-from tuner._ray.build import snapshot_period_s
+from tests.conftest import tiny_digits_campaign
+from tuner._ray.build import campaign_environment, snapshot_period_s
+from tuner.spec import CampaignSpec, parse_campaign
+
+PERIOD = "TUNE_GLOBAL_CHECKPOINT_S"
 
 
 def test_snapshot_period_is_a_second_for_small_campaigns_and_grows_with_large_ones() -> None:
@@ -15,16 +21,37 @@ def test_snapshot_period_is_a_second_for_small_campaigns_and_grows_with_large_on
     assert snapshot_period_s(1000) == pytest.approx(62.5)
 
 
+def _spec(trials: int) -> CampaignSpec:
+    return parse_campaign(tiny_digits_campaign(budget={"trials": trials}), check_trainable=False)
+
+
 def test_each_campaign_sets_its_own_period_but_a_user_value_stays(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    key = "TUNE_GLOBAL_CHECKPOINT_S"
-    monkeypatch.delenv(key, raising=False)
-    monkeypatch.setattr(build, "_ENV_SET_HERE", {})
-    build._set_env_unless_user_set(key, "4")
-    build._set_env_unless_user_set(key, "1")
-    assert build.os.environ[key] == "1"  # ours: replaced by the next campaign's value
+    monkeypatch.delenv(PERIOD, raising=False)
+    with campaign_environment(_spec(64)):
+        assert os.environ[PERIOD] == "4"
+    with campaign_environment(_spec(16)):
+        assert os.environ[PERIOD] == "1"  # the next campaign's own period
 
-    monkeypatch.setenv(key, "30")  # the user's
-    build._set_env_unless_user_set(key, "2")
-    assert build.os.environ[key] == "30"
+    monkeypatch.setenv(PERIOD, "30")  # the user's
+    with campaign_environment(_spec(64)):
+        assert os.environ[PERIOD] == "30"
+    assert os.environ[PERIOD] == "30"
+
+
+def test_the_callers_environment_and_optuna_verbosity_come_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for key in (PERIOD, "TUNE_DISABLE_STRICT_METRIC_CHECKING", "RAY_AIR_NEW_OUTPUT"):
+        monkeypatch.delenv(key, raising=False)
+    before = dict(os.environ)
+    optuna.logging.set_verbosity(optuna.logging.DEBUG)
+    try:
+        with campaign_environment(_spec(8)):
+            assert os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] == "1"
+            assert optuna.logging.get_verbosity() == optuna.logging.WARNING
+        assert dict(os.environ) == before
+        assert optuna.logging.get_verbosity() == optuna.logging.DEBUG
+    finally:
+        optuna.logging.set_verbosity(optuna.logging.WARNING)

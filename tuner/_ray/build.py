@@ -1,12 +1,14 @@
 """Building a campaign's Ray Tune run: the searcher, the scheduler and Tune's configs.
 
 Everything comes from the frozen :class:`~tuner.spec.CampaignSpec` and the run folder;
-:func:`prepare_env` sets the environment Tune reads before the run starts.
+:func:`campaign_environment` sets the environment Tune reads while the run lasts.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +48,6 @@ EPOCH_ATTR = EPOCH_KEY
 # that cost per second about what 16 trials cost at one snapshot a second.
 EXPERIMENT_SNAPSHOT_S = 1.0
 _SNAPSHOT_TRIALS_PER_S = 16
-
-
-# Environment values this module wrote, so a later campaign in the same process may replace
-# them while a value the user set is left alone.
-_ENV_SET_HERE: dict[str, str] = {}
-
-
-def _set_env_unless_user_set(key: str, value: str) -> None:
-    current = os.environ.get(key)
-    if current is None or _ENV_SET_HERE.get(key) == current:
-        os.environ[key] = value
-        _ENV_SET_HERE[key] = value
 
 
 def snapshot_period_s(trials: int) -> float:
@@ -235,20 +225,38 @@ def restore_tuner(campaign: Campaign) -> tune.Tuner:
     return tuner
 
 
-def prepare_env(spec: CampaignSpec) -> None:
+def _environment(spec: CampaignSpec) -> dict[str, str]:
+    """What Tune, Ray Train and the trials' workers are to read while ``spec`` runs."""
+    env = {
+        "TUNE_GLOBAL_CHECKPOINT_S": f"{snapshot_period_s(spec.budget.trials):g}",
+        "RAY_AIR_NEW_OUTPUT": "0",
+        # Tune raises in the driver (ending the whole run) at a result without the metric;
+        # such a trial is FAIL with a message naming what it reported instead (tuner.outcome).
+        "TUNE_DISABLE_STRICT_METRIC_CHECKING": "1",
+        # Snapshots are frequent on purpose (see EXPERIMENT_SNAPSHOT_S); no warning about it.
+        "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
+    }
     if data_parallel(spec):
         # Before ray.train.torch is imported, and before the local Ray starts (its workers
         # inherit the driver's environment).
-        os.environ.setdefault("RAY_TRAIN_V2_ENABLED", "0")
-        os.environ.setdefault("RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS", "0")
-    # The period depends on the campaign, so it is set again for each one in this process.
-    _set_env_unless_user_set(
-        "TUNE_GLOBAL_CHECKPOINT_S", f"{snapshot_period_s(spec.budget.trials):g}"
-    )
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    # Tune raises in the driver (ending the whole run) at a result without the metric; such
-    # a trial is FAIL with a message naming what it reported instead (tuner.outcome).
-    os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
-    # Snapshots are frequent on purpose (see EXPERIMENT_SNAPSHOT_S); don't warn about it.
-    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+        env["RAY_TRAIN_V2_ENABLED"] = "0"
+        env["RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS"] = "0"
+    return env
+
+
+@contextmanager
+def campaign_environment(spec: CampaignSpec) -> Iterator[None]:
+    """Sets the environment Tune reads for ``spec`` (a value already set is kept: the
+    user's) and Optuna's log level, for the campaign's length; then restores the caller's."""
+    saved = {key: os.environ.get(key) for key in _environment(spec)}
+    for key, value in _environment(spec).items():
+        os.environ.setdefault(key, value)
+    verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        yield
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+        for key, before in saved.items():
+            if before is None:
+                os.environ.pop(key, None)

@@ -147,6 +147,17 @@ def refuse_infeasible(
     )
 
 
+@contextmanager
+def ray_session(options: RayOptions) -> Iterator[None]:
+    """Ray for the block: started (and shut down after) or joined, or the caller's own."""
+    started = init_ray(options)
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
+
+
 def init_ray(options: RayOptions) -> bool:
     """Starts or joins Ray; returns True when this call started it (so we shut it down)."""
     if ray.is_initialized():

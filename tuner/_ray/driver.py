@@ -20,16 +20,21 @@ import ray
 from ray import tune
 
 from tuner import atomic, rundir
-from tuner._ray.build import build_tuner, experiment_path, prepare_env, restore_tuner
+from tuner._ray.build import (
+    build_tuner,
+    campaign_environment,
+    experiment_path,
+    restore_tuner,
+)
 from tuner._ray.campaign import Campaign, make_guard
 from tuner._ray.cluster import (
     ClusterView,
     RayOptions,
     capacity_requested,
     check_prices,
-    init_ray,
     is_joined,
     max_concurrent_trials,
+    ray_session,
     read_cluster,
     refuse_infeasible,
 )
@@ -122,10 +127,8 @@ def run_campaign(
     if is_uri(storage):
         rundir.check_storage_uri(str(storage), source="run_campaign", path="storage")
     options = options or RayOptions()
-    prepare_env(spec)
     pricer = make_pricer(spec)
-    started = init_ray(options)
-    try:
+    with campaign_environment(spec), ray_session(options):
         joined = is_joined(options)
         cluster = read_cluster(options, joined=joined)
         refuse_infeasible(spec, cluster, autoscaler_unknown=joined and not cluster.autoscaling)
@@ -175,9 +178,6 @@ def run_campaign(
         )
         tuner = build_tuner(campaign, concurrent=concurrent)
         result = _fit_and_summarize(campaign, tuner, cluster)
-    finally:
-        if started:
-            ray.shutdown()
     _finish(run_dir, storage, stream)
     return result
 
@@ -226,16 +226,13 @@ def resume_campaign(
     if not tune.Tuner.can_restore(experiment_path(campaign)):
         raise RunFolderError(
             str(run_dir),
-            "Ray Tune saved no experiment state here (the driver died before its first "
-            "snapshot).",
+            "Ray Tune saved no experiment state here (the driver died before its first snapshot).",
             fix="start it again with `tuner run`.",
         )
     options = options or RayOptions()
-    prepare_env(spec)
     pricer = make_pricer(spec)
     ledger, ledger_file = read_ledger(run_dir)
-    started = init_ray(options)
-    try:
+    with campaign_environment(spec), ray_session(options):
         cluster = read_cluster(options, joined=is_joined(options))
         if stop_key:  # run folders of older versions have no guard
             concurrent = max_concurrent_trials(spec, ray.cluster_resources(), cluster)
@@ -257,9 +254,6 @@ def resume_campaign(
         tuner = restore_tuner(campaign)
         print(f"resuming campaign {spec.name} from {run_dir}", file=campaign.out)
         result = _fit_and_summarize(campaign, tuner, cluster)
-    finally:
-        if started:
-            ray.shutdown()
     _finish(run_dir, storage, stream)
     return result
 
