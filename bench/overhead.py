@@ -238,7 +238,7 @@ def check_study(run_dir: Path, trials: list[Trial], expected: int) -> str | None
     intermediate value for each epoch run, COMPLETE only at max epochs); else what is wrong."""
     from optuna.trial import TrialState
 
-    from tuner.summary import open_study
+    from tuner.study import open_study
 
     study = open_study(run_dir)
     found = study.get_trials(deepcopy=False)

@@ -37,10 +37,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
+    import tuner
     from tuner import rundir
     from tuner._ray.cluster import RayOptions
     from tuner._ray.driver import run_campaign
-    from tuner.cli.cost import profile_campaign
     from tuner.spec import parse_campaign
 
     spec = parse_campaign(CAMPAIGN, "work-prediction.yaml")
@@ -52,7 +52,7 @@ def main() -> int:
         f"{'seconds pred':>12} {'used':>6} {'err':>7}  {'epoch profiled':>14} {'in campaign':>11}"
     )
     for n in range(1, args.rounds + 1):
-        profile = profile_campaign(spec, trials=16, epochs=12, options=options)
+        profile = tuner.profile(spec, trials=16, epochs=12, num_cpus=2)
         with tempfile.TemporaryDirectory() as tmp:
             run_dir = Path(tmp) / spec.name
             run_campaign(spec, run_dir, options, profile=profile, stream=io.StringIO())

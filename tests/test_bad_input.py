@@ -829,7 +829,7 @@ def cli_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     fake_campaign.run_campaign = refuse  # type: ignore[attr-defined]
     fake_campaign.resume_campaign = refuse  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "tuner._ray.driver", fake_campaign)
-    monkeypatch.setattr("tuner.cli.cost._measure", refuse)
+    monkeypatch.setattr("tuner._api._measure", refuse)
     yield tmp_path
     sys.modules.pop(TRAINABLE_MODULE, None)
 

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tuner._ray.cluster import validate_cluster
 from tuner.cost import load_catalog
 from tuner.cost._catalog import gpu_name_tokens
-from tuner.cost._cluster import cluster_config, validate_cluster
+from tuner.cost._cluster import cluster_config
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = [

@@ -476,9 +476,12 @@ def _run_cli(argv: list[str], cwd: Path) -> tuple[int, str]:
     out, err = io.StringIO(), io.StringIO()
     fake = types.ModuleType("tuner._ray.driver")
     # Reached only with input that validates; it stands for a campaign that ran.
-    fake.run_campaign = lambda *a, **k: types.SimpleNamespace(summary={})  # type: ignore[attr-defined]
-    fake.RayOptions = lambda **k: k  # type: ignore[attr-defined]
+    fake.run_campaign = lambda spec, run_dir, *a, **k: types.SimpleNamespace(run_dir=run_dir)  # type: ignore[attr-defined]
     with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(
+            "tuner._api.open_run",
+            lambda run_dir: types.SimpleNamespace(summary={"status": "completed"}),
+        )
         mp.chdir(cwd)
         mp.setattr(sys, "path", list(sys.path))
         mp.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))

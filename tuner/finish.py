@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from enum import Enum
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -23,8 +24,14 @@ from tuner.cost._reality import (
 )
 from tuner.errors import TunerError
 from tuner.spec import CampaignSpec, Mode
-from tuner.study import FAILURE_ATTR, ORPHAN_REASON, STOP_REASON_ATTR, TUNE_TRIAL_ID_ATTR
-from tuner.summary import open_study, summarize
+from tuner.study import (
+    FAILURE_ATTR,
+    ORPHAN_REASON,
+    STOP_REASON_ATTR,
+    TUNE_TRIAL_ID_ATTR,
+    open_study,
+)
+from tuner.summary import summarize
 
 NO_REPORT_ENV = "TUNER_NO_REPORT"
 """Set (to anything but empty or 0) to skip the report at the end of a campaign (the test
@@ -75,12 +82,24 @@ def failed_trial_count(run_dir: Path) -> int:
     return sum(1 for t in study.get_trials(deepcopy=False) if FAILURE_ATTR in t.user_attrs)
 
 
-# A campaign's status in summary.json: "completed", "time limit reached", or one of these.
-STATUS_BUDGET = "budget exhausted"
-# What is left of the budget affords no further trial: none starts, the campaign ends.
-STATUS_HELD_BACK = "stopped: the budget affords no further trial"
-# More trials failed than failure.max_failed_trials allows (tuner._ray.failures).
-STATUS_FAILURES = "stopped: failure limit reached"
+class Status(str, Enum):
+    """How a campaign ended (``status`` in summary.json), or that it has not."""
+
+    COMPLETED = "completed"
+    """Every trial asked for finished."""
+    TIME_LIMIT = "time limit reached"
+    """``budget.time_limit`` ended it first."""
+    BUDGET_EXHAUSTED = "budget exhausted"
+    """Money, GPU-hours or the deadline ran out: running trials checkpointed and stopped."""
+    HELD_BACK = "stopped: the budget affords no further trial"
+    """What is left of the budget affords no further trial: none started, the campaign ended."""
+    FAILURE_LIMIT = "stopped: failure limit reached"
+    """More trials failed than ``failure.max_failed_trials`` allows."""
+    UNFINISHED = "not finished"
+    """No end was recorded: the campaign is running, or its driver stopped (resume it)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
 
 
 def close_unstarted(run_dir: Path, spec: CampaignSpec, reason: str) -> None:
@@ -114,23 +133,34 @@ def predicted_vs_actual(spec: CampaignSpec, run_dir: Path, wall_s: float) -> dic
     return compare(prediction, actual)
 
 
-def write_summary(
+def run_summary(
     spec: CampaignSpec,
     run_dir: Path,
     *,
-    wall_s: float | None,
-    tune_trials: int,
+    ended: bool = False,
+    wall_s: float | None = None,
+    tune_trials: int | None = None,
     cost: dict[str, Any] | None = None,
     budget: dict[str, Any] | None = None,
     failure_limit: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Writes summary.json and best.yaml from the study; returns the summary.
+    """The campaign's summary from its study: counts by state, best and top trials, status.
 
-    ``cost`` (predicted vs actual, see :mod:`tuner.cost._reality`), ``budget`` (the
-    ledger's totals and the guard's outcome) and ``failure_limit`` (the failure watch's
-    count against ``failure.max_failed_trials``) are added when given.
+    Args:
+        spec: The campaign.
+        run_dir: Its run folder (an empty summary while it has no study yet).
+        ended: The campaign has ended (its status then says how); otherwise the status is
+            ``not finished``.
+        wall_s: Seconds it ran.
+        tune_trials: Trials Tune ran in its last session.
+        cost: Predicted vs actual (see :mod:`tuner.cost._reality`).
+        budget: The ledger's totals and the guard's outcome.
+        failure_limit: The failure watch's count against ``failure.max_failed_trials``.
     """
-    study = open_study(run_dir)
+    try:
+        study = open_study(run_dir)
+    except FileNotFoundError:
+        study = None
     summary = summarize(
         study,
         metric=spec.metric,
@@ -140,16 +170,18 @@ def write_summary(
     orphans = summary["orphans"]
     real = summary["trials"] - orphans
     finished = sum(summary["states"].get(s, 0) for s in ("COMPLETE", "PRUNED", "FAIL")) - orphans
-    status = "completed" if finished >= spec.budget.trials else "time limit reached"
+    status = Status.COMPLETED if finished >= spec.budget.trials else Status.TIME_LIMIT
+    if not ended:
+        status = Status.UNFINISHED
     if budget is not None and budget.get("exhausted"):
-        status = STATUS_BUDGET
+        status = Status.BUDGET_EXHAUSTED
     elif budget is not None and budget.get("held_back") and finished < spec.budget.trials:
-        status = STATUS_HELD_BACK
+        status = Status.HELD_BACK
     if failure_limit is not None and failure_limit.get("limit_reached"):
-        status = STATUS_FAILURES
+        status = Status.FAILURE_LIMIT
     summary = {
         "campaign": spec.name,
-        "status": status,
+        "status": status.value,
         "trials_requested": spec.budget.trials,
         "trials_run": real,
         "trials_finished": finished,
@@ -160,6 +192,31 @@ def write_summary(
         **({"budget": budget} if budget is not None else {}),
         **({"failure_limit": failure_limit} if failure_limit is not None else {}),
     }
+    return summary
+
+
+def write_summary(
+    spec: CampaignSpec,
+    run_dir: Path,
+    *,
+    wall_s: float | None,
+    tune_trials: int,
+    cost: dict[str, Any] | None = None,
+    budget: dict[str, Any] | None = None,
+    failure_limit: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Writes the ended campaign's summary.json and best.yaml; returns the summary
+    (:func:`run_summary` says what goes in)."""
+    summary = run_summary(
+        spec,
+        run_dir,
+        ended=True,
+        wall_s=wall_s,
+        tune_trials=tune_trials,
+        cost=cost,
+        budget=budget,
+        failure_limit=failure_limit,
+    )
     atomic.write_json(run_dir / rundir.SUMMARY_FILE, summary)
     best = summary["best"]
     if best is not None:

@@ -13,7 +13,7 @@ Layout of ``runs/<name>/``::
     profile.json           what the trials measured (epoch and start-up time, FLOPs,
                            memory), for `tuner recommend --profile`
     trial_<id>/            Ray Tune trial folders: result.json, progress.csv, checkpoints
-    .snapshot/             last intact copies of Tune's snapshot files (see tuner/_snapshot.py)
+    .snapshot/             last intact copies of Tune's snapshot files (see tuner/_ray/snapshot.py)
     .orphaned/             folders of trials started after Tune's last snapshot before a crash
     experiment_state-*.json, tuner.pkl, searcher-state-*.pkl   Ray Tune's own state
 """
@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -114,6 +116,26 @@ def add_code_dirs(code_dirs: list[str]) -> None:
             sys.path.insert(0, folder)
     merged = [*code_dirs, *(p for p in existing if p not in code_dirs)]
     os.environ["PYTHONPATH"] = os.pathsep.join(merged)
+
+
+@contextmanager
+def code_dirs_on_path(code_dirs: list[str]) -> Iterator[None]:
+    """:func:`add_code_dirs` for the block; afterwards the folders it added to the import
+    path are taken off again and PYTHONPATH is as it was (modules imported meanwhile stay
+    imported)."""
+    added = [folder for folder in code_dirs if folder not in sys.path]
+    saved_env = os.environ.get("PYTHONPATH")
+    add_code_dirs(code_dirs)
+    try:
+        yield
+    finally:
+        for folder in added:
+            if folder in sys.path:
+                sys.path.remove(folder)
+        if saved_env is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved_env
 
 
 def read_code_dirs(run_dir: Path) -> list[str]:

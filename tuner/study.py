@@ -64,3 +64,12 @@ def checkpoint_study(run_dir: Path) -> None:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
+
+
+def open_study(run_dir: Path) -> optuna.Study:
+    """Loads the run's study (the single study in ``study.db``)."""
+    url = study_url(run_dir)
+    if not (run_dir / STUDY_FILE).exists():
+        raise FileNotFoundError(f"{run_dir / STUDY_FILE} does not exist")
+    names = optuna.get_all_study_names(storage=url)
+    return optuna.load_study(study_name=names[0], storage=url)

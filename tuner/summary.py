@@ -16,7 +16,6 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import optuna
@@ -27,7 +26,6 @@ from optuna.distributions import (
     IntDistribution,
 )
 
-from tuner.rundir import STUDY_FILE, study_url
 from tuner.study import (
     EPOCHS_ATTR,
     FAILURE_ATTR,
@@ -107,10 +105,11 @@ def rank(rows: list[TrialRow], *, maximize: bool) -> list[TrialRow]:
 
 
 def summarize(
-    study: optuna.Study, *, metric: str, maximize: bool, max_epochs: int, top: int = 10
+    study: optuna.Study | None, *, metric: str, maximize: bool, max_epochs: int, top: int = 10
 ) -> dict[str, Any]:
-    """A JSON-able summary: counts by state, best trial, top trials, epochs consumed."""
-    rows = load_rows(study, maximize=maximize)
+    """A JSON-able summary: counts by state, best trial, top trials, epochs consumed (all
+    empty without a study: no trial has started)."""
+    rows = load_rows(study, maximize=maximize) if study is not None else []
     ranked = rank(rows, maximize=maximize)
     best = ranked[0] if ranked and ranked[0].value is not None else None
     counts = Counter(r.state for r in rows)
@@ -124,7 +123,7 @@ def summarize(
         "epochs_consumed": sum(r.epochs for r in rows),
         "best": _row_dict(best) if best else None,
         "top": [_row_dict(r) for r in ranked[:top] if r.value is not None],
-        "failures": failure_summary(rows, _distributions(study)),
+        "failures": failure_summary(rows, _distributions(study) if study is not None else {}),
     }
 
 
@@ -310,12 +309,3 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
-
-
-def open_study(run_dir: Path) -> optuna.Study:
-    """Loads the run's study (the single study in ``study.db``)."""
-    url = study_url(run_dir)
-    if not (run_dir / STUDY_FILE).exists():
-        raise FileNotFoundError(f"{run_dir / STUDY_FILE} does not exist")
-    names = optuna.get_all_study_names(storage=url)
-    return optuna.load_study(study_name=names[0], storage=url)

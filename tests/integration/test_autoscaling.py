@@ -22,7 +22,7 @@ from tests.fakecluster import FakeCluster
 from tuner import rundir
 from tuner._ray.cluster import RayOptions
 from tuner._ray.driver import run_campaign
-from tuner.finish import STATUS_BUDGET, STATUS_HELD_BACK
+from tuner.finish import Status
 from tuner.spec import parse_campaign
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -99,7 +99,7 @@ def test_autoscaled_campaign_then_a_budget_that_runs_out(tmp_path: Path) -> None
         )
         broke_dir = tmp_path / "runs" / broke.name
         summary = run_campaign(broke, broke_dir, options).summary
-        assert summary["status"] in (STATUS_BUDGET, STATUS_HELD_BACK), summary["status"]
+        assert summary["status"] in (Status.BUDGET_EXHAUSTED, Status.HELD_BACK), summary["status"]
         assert summary["trials_run"] < broke.budget.trials
         spent = _ledger(broke_dir)["totals"]["usd"]
         assert spent <= 0.02 * 1.5, spent

@@ -19,7 +19,7 @@ from tuner import rundir
 from tuner._ray.cluster import RayOptions
 from tuner._ray.driver import resume_campaign, run_campaign
 from tuner.errors import TunerError
-from tuner.finish import STATUS_BUDGET, STATUS_HELD_BACK
+from tuner.finish import Status
 from tuner.spec import parse_campaign
 
 pytestmark = pytest.mark.ray
@@ -33,10 +33,10 @@ def _assert_budget_stop(summary: dict[str, Any]) -> None:
     held back (what is left affords no further trial, so none starts and the campaign
     ends before spending it). Which one depends on how the last trials' epochs fall."""
     budget = summary["budget"]
-    if summary["status"] == STATUS_BUDGET:
+    if summary["status"] == Status.BUDGET_EXHAUSTED:
         assert budget["exhausted"].startswith("budget exhausted: $"), budget
     else:
-        assert summary["status"] == STATUS_HELD_BACK, summary["status"]
+        assert summary["status"] == Status.HELD_BACK, summary["status"]
         assert budget["held_back"].startswith("usd: $"), budget
         assert budget["held_back"].endswith("no new trials"), budget
 
@@ -57,7 +57,7 @@ def test_budget_exhausted_ends_cleanly_and_survives_resume(tmp_path: Path) -> No
     assert 0 < summary["trials_run"] < spec.budget.trials
     ledger = json.loads((run_dir / "ledger.json").read_text())
     spent = ledger["totals"]["usd"]
-    if summary["status"] == STATUS_BUDGET:
+    if summary["status"] == Status.BUDGET_EXHAUSTED:
         # Declared exhausted one stop lead before the limit (an epoch plus a check
         # period, 2-3 s: 2-3 cents here), so the last epochs end near it; the overshoot
         # is what they and the shutdown cost (seconds at one cent each).

@@ -31,7 +31,7 @@ from tuner._ray.cluster import RayOptions
 from tuner._ray.driver import run_campaign
 from tuner._ray.snapshot import BACKUP_DIR, STAGING_FILE
 from tuner.spec import parse_campaign
-from tuner.summary import open_study
+from tuner.study import open_study
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

@@ -25,7 +25,7 @@ from tuner import rundir
 from tuner._ray.cluster import RayOptions, init_ray
 from tuner._ray.driver import run_campaign
 from tuner.cli import campaign_exit_code
-from tuner.finish import STATUS_FAILURES
+from tuner.finish import Status
 from tuner.spec import parse_campaign
 
 pytestmark = pytest.mark.ray
@@ -150,7 +150,7 @@ def test_failure_limit_stops_the_campaign(tmp_path: Path, local_ray: None) -> No
     printed = out.getvalue()
 
     summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
-    assert summary["status"] == STATUS_FAILURES == result.summary["status"], printed
+    assert summary["status"] == Status.FAILURE_LIMIT == result.summary["status"], printed
     assert summary["failure_limit"]["limit_reached"] is True
     assert summary["failure_limit"]["max_failed_trials"] == 2
     assert summary["failure_limit"]["failed"] >= 3

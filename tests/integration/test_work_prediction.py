@@ -39,10 +39,10 @@ from pathlib import Path
 
 import pytest
 
+import tuner
 from tuner import rundir
 from tuner._ray.cluster import RayOptions
 from tuner._ray.driver import run_campaign
-from tuner.cli.cost import profile_campaign
 from tuner.spec import parse_campaign
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -71,7 +71,7 @@ CAMPAIGN = {
 def test_predicted_work_and_time_match_a_real_campaign(tmp_path: Path) -> None:
     spec = parse_campaign(CAMPAIGN, "work-prediction.yaml")
     options = RayOptions(num_cpus=2)
-    profile = profile_campaign(spec, trials=16, epochs=12, options=options)
+    profile = tuner.profile(spec, trials=16, epochs=12, num_cpus=2)
 
     run_dir = tmp_path / "runs" / spec.name
     result = run_campaign(spec, run_dir, options, profile=profile)

@@ -251,6 +251,7 @@ def test_the_campaign_stays_out_of_tunes_pickles_and_a_restore_keeps_this_driver
     import pickle
 
     from tests.conftest import live_campaign
+    from tuner._ray.campaign import CampaignCallback
     from tuner._ray.progress import ProgressCallback
     from tuner._ray.scheduler import PersistentASHA
 
@@ -269,6 +270,7 @@ def test_the_campaign_stays_out_of_tunes_pickles_and_a_restore_keeps_this_driver
         metric="val_loss", maximize=False, total=4, max_epochs=2, campaign=first
     )
     assert pickle.loads(pickle.dumps(progress))._campaign is None
+    assert pickle.loads(pickle.dumps(CampaignCallback(first)))._campaign is None
 
     second = live_campaign(tmp_path, stop_key="stop:first")
     restored = _ours(storage, campaign=second)

@@ -7,6 +7,8 @@ Everything comes from the frozen :class:`~tuner.spec.CampaignSpec` and the run f
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,8 +18,7 @@ import optuna
 from ray import tune
 
 from tuner import rundir
-from tuner._ray.campaign import Campaign
-from tuner._ray.guard import GuardCallback
+from tuner._ray.campaign import Campaign, CampaignCallback
 from tuner._ray.progress import ProgressCallback
 from tuner._ray.scheduler import PersistentASHA, PersistentFIFO
 from tuner._ray.searcher import (
@@ -114,7 +115,7 @@ def _callbacks(campaign: Campaign) -> list[tune.Callback]:
         KeepTrialLogs(),
     ]
     if campaign.guard is not None:
-        callbacks.append(GuardCallback(campaign.guard))
+        callbacks.append(CampaignCallback(campaign))
     return callbacks
 
 
@@ -225,6 +226,12 @@ def restore_tuner(campaign: Campaign) -> tune.Tuner:
     return tuner
 
 
+# The signals Tune's run catches in the main thread (ray.tune.tune._setup_signal_catching).
+_TUNE_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGUSR1") if hasattr(signal, name)
+)
+
+
 def _environment(spec: CampaignSpec) -> dict[str, str]:
     """What Tune, Ray Train and the trials' workers are to read while ``spec`` runs."""
     env = {
@@ -247,15 +254,22 @@ def _environment(spec: CampaignSpec) -> dict[str, str]:
 @contextmanager
 def campaign_environment(spec: CampaignSpec) -> Iterator[None]:
     """Sets the environment Tune reads for ``spec`` (a value already set is kept: the
-    user's) and Optuna's log level, for the campaign's length; then restores the caller's."""
+    user's) and Optuna's log level, for the campaign's length; then restores the caller's,
+    and the SIGINT and SIGUSR1 handlers Tune replaces in the main thread and leaves behind
+    (a caller's next Ctrl+C would only set an event of the finished run)."""
     saved = {key: os.environ.get(key) for key in _environment(spec)}
     for key, value in _environment(spec).items():
         os.environ.setdefault(key, value)
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    main = threading.current_thread() is threading.main_thread()
+    handlers = {sig: signal.getsignal(sig) for sig in _TUNE_SIGNALS} if main else {}
     try:
         yield
     finally:
+        for sig, handler in handlers.items():
+            if handler is not None:  # None: set outside Python, cannot be put back
+                signal.signal(sig, handler)
         optuna.logging.set_verbosity(verbosity)
         for key, before in saved.items():
             if before is None:

@@ -9,6 +9,7 @@ and write its state there (no lookup by name, no module-level registry).
 Tune pickles those objects (``tuner.pkl`` when the Tuner is made, the searcher's state at
 each snapshot); each leaves the campaign out of its pickle. A resumed campaign builds them
 again around a new Campaign (:func:`tuner._ray.build.restore_tuner`).
+:class:`CampaignCallback` is the campaign's own Tune callback, which feeds its budget guard.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
+
+from ray.tune import Callback
+from ray.tune.experiment import Trial
 
 from tuner._ray.cluster import ClusterView
 from tuner._ray.failures import FailureWatch
@@ -138,3 +142,50 @@ def make_guard(
             )
             guard.slots = cap
     return guard
+
+
+class CampaignCallback(Callback):
+    """The campaign as a Ray Tune callback: trials starting, reporting and ending feed its
+    budget guard, and each step of Tune's loop lets the guard check the budget.
+
+    Tune pickles its callbacks into ``tuner.pkl``; the campaign is left out of that pickle,
+    and a resumed campaign hands Tune new callbacks around its own campaign.
+    """
+
+    def __init__(self, campaign: Campaign) -> None:
+        self._campaign: Campaign | None = campaign
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_campaign": None}
+
+    @property
+    def _guard(self) -> BudgetGuard | None:
+        return self._campaign.guard if self._campaign is not None else None
+
+    def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        if (guard := self._guard) is not None:
+            guard.on_step_begin(iteration, trials, **info)
+
+    def on_trial_start(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        if (guard := self._guard) is not None:
+            guard.on_trial_start(iteration, trials, trial, **info)
+
+    def on_trial_result(
+        self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any], **info: Any
+    ) -> None:
+        if (guard := self._guard) is not None:
+            guard.on_trial_result(iteration, trials, trial, result, **info)
+
+    def on_trial_complete(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        if (guard := self._guard) is not None:
+            guard.on_trial_complete(iteration, trials, trial, **info)
+
+    def on_trial_error(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        if (guard := self._guard) is not None:
+            guard.on_trial_error(iteration, trials, trial, **info)

@@ -7,6 +7,7 @@ no node can ever hold, and asks the autoscaler for the campaign's capacity up fr
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import os
@@ -239,3 +240,14 @@ def check_prices(pricer: NodePricer, cluster: ClusterView) -> None:
                 str(err),
                 path=f"available_node_types.{node_type.name}.labels",
             ) from None
+
+
+def validate_cluster(config: dict[str, Any]) -> None:
+    """Checks ``config`` as ``ray up`` would: defaults filled in, then Ray's schema.
+
+    Raises:
+        Exception: Ray's validation error (jsonschema.ValidationError or ValueError).
+    """
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    validate_config(prepare_config(copy.deepcopy(config)))

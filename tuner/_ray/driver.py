@@ -59,8 +59,7 @@ from tuner.cost._reality import (
 )
 from tuner.errors import RunFolderError
 from tuner.finish import (
-    STATUS_BUDGET,
-    STATUS_FAILURES,
+    Status,
     close_unstarted,
     failed_trial_count,
     final_trial_ids,
@@ -308,12 +307,12 @@ def _fit_and_summarize(
             f"{best['state']}); config in {run_dir / rundir.BEST_FILE}",
             file=out,
         )
-    if summary["status"] == STATUS_BUDGET:
-        print(f"status: {STATUS_BUDGET} ({budget and budget['exhausted']})", file=out)
-    if summary["status"] == STATUS_FAILURES:
+    if summary["status"] == Status.BUDGET_EXHAUSTED:
+        print(f"status: {Status.BUDGET_EXHAUSTED} ({budget and budget['exhausted']})", file=out)
+    if summary["status"] == Status.FAILURE_LIMIT:
         limit = summary["failure_limit"]
         print(
-            f"status: {STATUS_FAILURES} ({limit['failed']} trials failed, more than "
+            f"status: {Status.FAILURE_LIMIT} ({limit['failed']} trials failed, more than "
             f"failure.max_failed_trials={limit['max_failed_trials']}; "
             f"{summary['trials_finished']} of {spec.budget.trials} trials finished)",
             file=out,

@@ -8,7 +8,7 @@ A :class:`FailureWatch` lives in the driver for one campaign, part of its
 - the searcher (``tuner._ray.searcher``) reports every FAIL here with its message, which is printed;
 - once more than ``failure.max_failed_trials`` trials have failed, the searcher starts no new
   trial (``Searcher.FINISHED``); running trials finish, and the campaign ends with
-  :data:`STATUS_FAILURES`.
+  :attr:`~tuner.finish.Status.FAILURE_LIMIT`.
 
 No Ray import: the Ray objects it reads (``Trial``) arrive as arguments.
 """

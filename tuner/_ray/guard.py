@@ -22,11 +22,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ray.tune import Callback
 from ray.tune.experiment import Trial
 
 from tuner import atomic
-from tuner._ray.nodes import read_nodes
+from tuner._ray.nodes import NodeWatcher, read_nodes
+from tuner._ray.pending import PendingWatch
 from tuner.budget import (
     LEDGER_FILE,
     Ledger,
@@ -39,7 +39,6 @@ from tuner.budget import (
     Verdict,
     assess,
     expected_epochs_left,
-    pending_reason,
 )
 from tuner.budget._capacity import bundles_per_node, fits
 from tuner.contract import EPOCH_KEY, STOP_NAMESPACE
@@ -48,21 +47,6 @@ from tuner.cost import AshaGeometry
 logger = logging.getLogger(__name__)
 
 GATE_OPEN, GATE_WAIT, GATE_CLOSED = "open", "wait", "closed"
-
-
-class _Watcher(threading.Thread):
-    def __init__(self, guard: BudgetGuard, poll_s: float) -> None:
-        super().__init__(name="tuner-ledger", daemon=True)
-        self._guard = guard
-        self._poll_s = poll_s
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopped.wait(self._poll_s):
-            try:
-                self._guard.observe_nodes()
-            except Exception:  # a failed GCS read must not kill the campaign
-                logger.debug("reading Ray's nodes failed", exc_info=True)
 
 
 class BudgetGuard:
@@ -125,7 +109,6 @@ class BudgetGuard:
         self._node_types = list(node_types)
         self._max_workers = max_workers
         self._prior_epoch_s = epoch_s
-        self._pending_warning_s = pending_warning_s
         self._max_epochs = max_epochs
         self._epoch_attr = epoch_attr
         self.stop_key = stop_key
@@ -136,7 +119,7 @@ class BudgetGuard:
         self._lock = threading.RLock()
         self._cache: dict[str, NodeSeen] = {}
         self._alive: list[NodeSeen] = []
-        self._watcher = _Watcher(self, poll_s)
+        self._watcher = NodeWatcher(self.observe_nodes, poll_s)
         # Per trial: epochs done and seconds they took (Tune's time_total_s).
         self._progress: dict[str, tuple[int, float]] = {}
         self._live = 0
@@ -144,15 +127,24 @@ class BudgetGuard:
         self._verdict = Verdict(True, False, "within budget")
         self._last_check = 0.0
         self._last_save = 0.0
-        self._pending_since: dict[str, float] = {}
-        self._warned: set[str] = set()
-        self.pending_warnings: list[dict[str, Any]] = []
+        self._pending = PendingWatch(
+            request=self._request,
+            node_types=self._node_types,
+            max_workers=max_workers,
+            warning_s=pending_warning_s,
+            say=self._say,
+        )
         self.exhausted: str | None = None
         self.closed: str | None = None  # why no further trial was started, if so
         self._exhausted_at: float | None = None
         self.stopped_by_guard: dict[str, str] = {}
         self._running: set[str] = set()
         self._gate_reason_shown: str | None = None
+
+    @property
+    def pending_warnings(self) -> list[dict[str, Any]]:
+        """Trials reported PENDING too long: trial, seconds waited, reason."""
+        return self._pending.warnings
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -244,7 +236,9 @@ class BudgetGuard:
         with self._lock:
             self._live = sum(t.status in (Trial.PENDING, Trial.RUNNING) for t in trials)
             self._running = {t.trial_id for t in trials if t.status == Trial.RUNNING}
-        self._watch_pending(trials, now)
+        with self._lock:
+            alive = list(self._alive)
+        self._pending.watch(trials, now, alive)
         self._check(now)
 
     def on_trial_start(
@@ -252,7 +246,7 @@ class BudgetGuard:
     ) -> None:
         with self._lock:
             self._ledger.trial_started(trial.trial_id, self._request.get("GPU", 0.0), time.time())
-            self._pending_since.pop(trial.trial_id, None)
+            self._pending.started(trial.trial_id)
 
     def on_trial_result(
         self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any], **info: Any
@@ -428,40 +422,11 @@ class BudgetGuard:
         self._say(f"{reason}; {running} running trial(s) checkpoint and stop after this epoch")
         self.save()
 
-    def _watch_pending(self, trials: list[Trial], now: float) -> None:
-        for trial in trials:
-            if trial.status != Trial.PENDING:
-                self._pending_since.pop(trial.trial_id, None)
-                continue
-            since = self._pending_since.setdefault(trial.trial_id, now)
-            waited = now - since
-            if waited < self._pending_warning_s or trial.trial_id in self._warned:
-                continue
-            self._warned.add(trial.trial_id)
-            reason = self.pending_reason()
-            self.pending_warnings.append(
-                {"trial": trial.trial_id, "pending_s": round(waited, 1), "reason": reason}
-            )
-            self._say(f"trial {trial.trial_id} PENDING for {waited:.0f} s: {reason}")
-
     def pending_reason(self) -> str:
         """Why a trial of this campaign would wait for resources now."""
         with self._lock:
-            totals = [{"GPU": n.gpus, "CPU": n.cpus} for n in self._alive]
-            by_type: dict[str, int] = {}
-            for node in self._alive:
-                for t in self._node_types:
-                    if not t.head and _same_shape(t.resources, node):
-                        by_type[t.name] = by_type.get(t.name, 0) + 1
-                        break
-        return pending_reason(
-            self._request,
-            self._node_types,
-            totals,
-            (),
-            workers_by_type=by_type,
-            max_workers=self._max_workers,
-        )
+            alive = list(self._alive)
+        return self._pending.reason(alive)
 
     def _say(self, message: str) -> None:
         print(f"budget: {message}", file=self._stream or sys.stdout, flush=True)
@@ -503,50 +468,3 @@ class BudgetGuard:
             "stopped_by_budget": sorted(self.stopped_by_guard),
             "pending_warnings": len(self.pending_warnings),
         }
-
-
-class GuardCallback(Callback):
-    """The guard as a Ray Tune callback: trials starting, reporting and ending feed it.
-
-    Tune pickles its callbacks into ``tuner.pkl``; the guard (a thread, a lock, the
-    ledger) is left out of that pickle, and a resumed campaign hands Tune new callbacks
-    around its own guard (:func:`tuner._ray.build.restore_tuner`).
-    """
-
-    def __init__(self, guard: BudgetGuard) -> None:
-        self._guard: BudgetGuard | None = guard
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"_guard": None}
-
-    def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
-        if self._guard is not None:
-            self._guard.on_step_begin(iteration, trials, **info)
-
-    def on_trial_start(
-        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
-    ) -> None:
-        if self._guard is not None:
-            self._guard.on_trial_start(iteration, trials, trial, **info)
-
-    def on_trial_result(
-        self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any], **info: Any
-    ) -> None:
-        if self._guard is not None:
-            self._guard.on_trial_result(iteration, trials, trial, result, **info)
-
-    def on_trial_complete(
-        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
-    ) -> None:
-        if self._guard is not None:
-            self._guard.on_trial_complete(iteration, trials, trial, **info)
-
-    def on_trial_error(
-        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
-    ) -> None:
-        if self._guard is not None:
-            self._guard.on_trial_error(iteration, trials, trial, **info)
-
-
-def _same_shape(resources: Mapping[str, float], node: NodeSeen) -> bool:
-    return resources.get("GPU", 0.0) == node.gpus and resources.get("CPU", 0.0) == node.cpus

@@ -1,11 +1,14 @@
 """Ray's nodes as the ledger sees them: each alive node priced once, and when dead ones ended.
 
-The budget guard's watcher thread calls :func:`read_nodes` every half second or so.
+The budget guard's :class:`NodeWatcher` thread calls :func:`read_nodes` every half second
+or so.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import ray
@@ -89,3 +92,21 @@ def read_nodes(
             cache[node_id] = seen
         alive.append(seen)
     return alive, ended
+
+
+class NodeWatcher(threading.Thread):
+    """Calls ``observe`` every ``poll_s`` seconds until ``stopped`` is set (a daemon thread:
+    a failed read of Ray's node table is logged and tried again, never raised)."""
+
+    def __init__(self, observe: Callable[[], None], poll_s: float) -> None:
+        super().__init__(name="tuner-ledger", daemon=True)
+        self._observe = observe
+        self._poll_s = poll_s
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self._poll_s):
+            try:
+                self._observe()
+            except Exception:  # a failed GCS read must not kill the campaign
+                logger.debug("reading Ray's nodes failed", exc_info=True)

@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Sequence
 from typing import NoReturn
 
-from tuner.cli._args import DEFAULT_CAMPAIGN, add_run_arguments, ray_options
+from tuner.cli._args import DEFAULT_CAMPAIGN, add_run_arguments, ray_flags
 from tuner.cli._exit import handled as _handled
 from tuner.cli.cost import add_predict_command, add_profile_command, add_recommend_command
 from tuner.cli.run import (
@@ -31,7 +31,7 @@ __all__ = [
     "build_parser",
     "campaign_exit_code",
     "main",
-    "ray_options",
+    "ray_flags",
     "run_from_args",
 ]
 

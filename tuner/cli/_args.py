@@ -9,12 +9,11 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tuner.errors import FileError, SpecError
 
 if TYPE_CHECKING:
-    from tuner._ray.cluster import RayOptions
     from tuner.spec import CampaignSpec
 
 __all__ = [
@@ -26,7 +25,7 @@ __all__ = [
     "non_negative_float",
     "positive_float",
     "positive_int",
-    "ray_options",
+    "ray_flags",
     "whole_number",
 ]
 
@@ -113,7 +112,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags that say where Ray runs (read by :func:`ray_options`)."""
+    """The flags that say where Ray runs (read by :func:`ray_flags`)."""
     parser.add_argument(
         "--address",
         help='Ray cluster to join ("auto", host:port, ray://...); default: RAY_ADDRESS, '
@@ -136,17 +135,16 @@ def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def ray_options(args: argparse.Namespace) -> RayOptions:
-    """Where Ray runs, from the ``--address``/``--num-cpus``/``--num-gpus`` flags."""
-    from tuner._ray.cluster import RayOptions
-
-    return RayOptions(
-        address=args.address,
-        num_cpus=args.num_cpus,
-        num_gpus=args.num_gpus,
-        worker_logs=args.worker_logs,
-        cluster_config=args.cluster_config,
-    )
+def ray_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """Where Ray runs, from the ``--address``/``--num-cpus``/``--num-gpus``/
+    ``--worker-logs``/``--cluster-config`` flags, as keyword arguments of the API."""
+    return {
+        "address": args.address,
+        "num_cpus": args.num_cpus,
+        "num_gpus": args.num_gpus,
+        "worker_logs": args.worker_logs,
+        "cluster_config": args.cluster_config,
+    }
 
 
 def duration_flag(value: str | None, flag: str) -> float | None:
@@ -165,22 +163,15 @@ def duration_flag(value: str | None, flag: str) -> float | None:
         ) from err
 
 
-def load_campaign_file(path: Path) -> tuple[CampaignSpec, list[str]]:
-    """Loads a campaign file, with its folder and the working directory importable.
-
-    Args:
-        path: The campaign YAML file.
-
-    Returns:
-        The campaign and the folders its ``module:function`` trainable may import from:
-        the campaign's own folder and the working directory (nothing else is added).
+def load_campaign_file(path: Path) -> CampaignSpec:
+    """Loads a campaign file (its ``module:function`` trainable is looked up in the
+    campaign's own folder and the working directory; see :func:`tuner.load_campaign`).
 
     Raises:
-        TunerError: No such file.
+        FileError: No such file.
         SpecError: The campaign is not valid.
     """
-    from tuner.rundir import add_code_dirs
-    from tuner.spec import load_campaign
+    import tuner
 
     if not path.is_file():
         raise FileError(
@@ -188,8 +179,4 @@ def load_campaign_file(path: Path) -> tuple[CampaignSpec, list[str]]:
             "no such campaign file.",
             fix="pass a YAML file such as search_spaces/default.yaml.",
         )
-    # The campaign's own folder and the working directory, so `module:function` trainables
-    # next to the campaign (or in the project being tuned) import; nothing else is added.
-    code_dirs = list(dict.fromkeys([str(path.resolve().parent), str(Path.cwd())]))
-    add_code_dirs(code_dirs)
-    return load_campaign(path), code_dirs
+    return tuner.load_campaign(path)

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import io
 import json
 import sys
-import tempfile
 import warnings
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,19 +22,17 @@ from tuner.cli._args import (
     load_campaign_file,
     positive_float,
     positive_int,
-    ray_options,
+    ray_flags,
 )
 from tuner.errors import SpecError
 
 if TYPE_CHECKING:
-    from tuner.cost import Profile
-    from tuner.spec import CampaignSpec
+    pass
 
 __all__ = [
     "add_predict_command",
     "add_profile_command",
     "add_recommend_command",
-    "profile_campaign",
     "run_predict",
 ]
 
@@ -179,47 +174,6 @@ def add_predict_command(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def profile_campaign(
-    spec: CampaignSpec,
-    *,
-    trials: int = 3,
-    epochs: int = 3,
-    config: Mapping[str, Any] | None = None,
-    options: Any = None,
-    code_dirs: list[str] | None = None,
-) -> Profile:
-    """Runs the profiling trials on a local (or joined) Ray and returns the profile.
-
-    The trials of :func:`tuner.cost.profile_spec` run exactly as a campaign's do, one at a
-    time, in a temporary run folder; their results become a :class:`~tuner.cost.Profile`.
-
-    Args:
-        spec: The campaign whose trainable to measure.
-        trials: Trials (configurations) to measure.
-        epochs: Epochs per trial.
-        config: One configuration to measure (all trials use it), else random draws.
-        options: Where Ray runs (:class:`tuner._ray.driver.RayOptions`).
-        code_dirs: Folders the trainable imports from.
-
-    Raises:
-        SpecError: Bad config, or no trial reported an epoch (the trainable failed).
-    """
-    from tuner._ray.driver import run_campaign
-    from tuner.cost import profile_from_run, profile_spec
-
-    measured = profile_spec(spec, trials=trials, epochs=epochs, config=config)
-    with tempfile.TemporaryDirectory(prefix="tuner-profile-") as tmp:
-        run_dir = Path(tmp) / measured.name
-        run_campaign(measured, run_dir, options, stream=io.StringIO(), code_dirs=code_dirs)
-        return profile_from_run(
-            run_dir, campaign=spec.name, trainable=spec.trainable, source="tuner profile"
-        )
-
-
-def _measure(spec: Any, code_dirs: list[str], args: argparse.Namespace, **kw: Any) -> Any:
-    return profile_campaign(spec, options=ray_options(args), code_dirs=code_dirs, **kw)
-
-
 def _print_profile(profile: Any, out: Path) -> None:
     s = profile.summary()
     where = profile.gpu_name or profile.device
@@ -243,36 +197,29 @@ def _print_profile(profile: Any, out: Path) -> None:
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
-    from tuner.spec import load_config_file
+    import tuner
 
-    spec, code_dirs = load_campaign_file(args.campaign or DEFAULT_CAMPAIGN)
-    config = load_config_file(args.config) if args.config is not None else None
+    spec = load_campaign_file(args.campaign or DEFAULT_CAMPAIGN)
     out = args.out or Path("profiles") / f"{spec.name}.json"
-    profile = _measure(spec, code_dirs, args, trials=args.trials, epochs=args.epochs, config=config)
+    profile = tuner.profile(
+        spec, trials=args.trials, epochs=args.epochs, config=args.config, **ray_flags(args)
+    )
     profile.write(out)
     _print_profile(profile, out)
     return 0
 
 
-def _gpus_per_trial(spec: Any, flag: float | None) -> float:
-    """``--gpus-per-trial``, else the campaign's, else 1 (a campaign that asks for none is
-    priced as if each trial had one GPU)."""
-    if flag is not None:
-        return flag
-    return float(spec.resources.gpus_per_trial) or 1.0
-
-
 def _cmd_recommend(args: argparse.Namespace) -> int:
-    from tuner.cost import AshaGeometry, load_catalog, load_profile
-    from tuner.cost._advise import advise
+    import tuner
+    from tuner.cost import load_catalog, load_profile
     from tuner.report import write_recommendation
     from tuner.spec import parse_duration
 
-    deadline_h = None
+    deadline_s = None
     if args.deadline is not None:
-        deadline_h = parse_duration(args.deadline, source="<cli>", path="--deadline") / 3600
+        deadline_s = parse_duration(args.deadline, source="<cli>", path="--deadline")
     provision_s = parse_duration(args.provision, source="<cli>", path="--provision")
-    spec, code_dirs = load_campaign_file(args.campaign or DEFAULT_CAMPAIGN)
+    spec = load_campaign_file(args.campaign or DEFAULT_CAMPAIGN)
     out_dir = args.out or Path("recommendations") / spec.name
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -294,23 +241,23 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
             "pass --profile to reuse one)",
             file=sys.stderr,
         )
-        profile = _measure(spec, code_dirs, args, trials=3, epochs=3)
+        profile = tuner.profile(spec, trials=3, epochs=3, **ray_flags(args))
         profile.write(out_dir / "profile.json")
-    advice = advise(
-        spec.name,
-        AshaGeometry.from_spec(spec),
-        profile,
-        catalog,
-        budget_usd=args.budget,
-        deadline_h=deadline_h,
-        spot=args.spot,
-        gpus_per_trial=_gpus_per_trial(spec, args.gpus_per_trial),
-        cpus_per_trial=float(spec.resources.cpus_per_trial),
-        precision=args.precision,
-        clouds=clouds,
-        max_instances=args.max_instances,
-        provision_s=provision_s,
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tuner.TunerWarning)  # said above, in the CLI's words
+        advice = tuner.recommend(
+            spec,
+            budget_usd=args.budget,
+            deadline=deadline_s,
+            profile=profile,
+            catalog=catalog,
+            spot=args.spot,
+            clouds=clouds,
+            gpus_per_trial=args.gpus_per_trial,
+            precision=args.precision,
+            max_instances=args.max_instances,
+            provision=provision_s,
+        )
     files = write_recommendation(advice, out_dir)
     rec = advice.recommendation
     if args.json:
@@ -332,8 +279,9 @@ def _emit_cluster(advice: Any, catalog: Any, path: Path, *, spot: bool) -> None:
     import yaml
 
     from tuner import atomic
+    from tuner._ray.cluster import validate_cluster
     from tuner.cost._advise import option_name
-    from tuner.cost._cluster import cluster_config, validate_cluster
+    from tuner.cost._cluster import cluster_config
 
     rec = advice.recommendation
     pick = rec.cheapest_within_deadline or rec.fastest_within_budget
@@ -367,14 +315,15 @@ def run_predict(args: argparse.Namespace) -> int:
     Raises:
         SpecError: Unknown GPU, precision or class, or a bad number.
     """
-    from tuner.cost._predict import predict_throughput, spec_ratio_baseline
+    import tuner
+    from tuner.cost import spec_ratio_baseline
 
-    prediction = predict_throughput(
+    prediction = tuner.predict(
         args.samples_per_s,
-        args.from_gpu,
-        args.to_gpu,
-        args.precision,
-        args.flops_per_sample,
+        from_gpu=args.from_gpu,
+        to_gpu=args.to_gpu,
+        precision=args.precision,
+        flops_per_sample=args.flops_per_sample,
         workload_class=args.workload_class,
         non_scaling_share=args.non_scaling_share,
     )

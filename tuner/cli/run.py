@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from tuner.cli._args import (
     add_run_arguments,
     duration_flag,
     load_campaign_file,
-    ray_options,
+    ray_flags,
 )
 from tuner.cli._exit import handled
 from tuner.errors import FileError
@@ -69,7 +71,7 @@ def add_resume_command(subparsers: Any) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from tuner.rundir import new_run_dir
+    import tuner
 
     path = args.campaign
     if path is None:
@@ -81,31 +83,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 "checkout).",
                 fix="pass a campaign file: tuner run CAMPAIGN.yaml",
             )
-    spec, code_dirs = load_campaign_file(Path(path))
+    spec = load_campaign_file(Path(path))
     time_limit = duration_flag(args.time_limit, "--time-limit")
     deadline = duration_flag(args.deadline, "--deadline")
-    spec = spec.with_overrides(
-        usd=args.budget_usd,
-        gpu_hours=args.budget_gpu_hours,
-        deadline_s=deadline,
-        trials=args.trials,
-        max_epochs=args.max_epochs,
-        time_limit_s=time_limit,
-        seed=args.seed,
-        name=args.name,
-    )
     storage = args.storage_path
-    runs_dir = args.runs_dir
     if storage is not None and "://" in storage:
         from tuner.rundir import check_storage_uri
 
-        check_storage_uri(storage)  # here too, to name the flag
-    elif storage is not None:
-        runs_dir, storage = Path(storage), None  # a shared folder: the run folder goes there
-    run_dir = new_run_dir(runs_dir, spec.name)
-    # Heavy imports (ray, torch) only once the input is known to be good.
-    from tuner._ray.driver import run_campaign
-
+        check_storage_uri(storage)  # here, to name the flag
     profile = None
     if args.profile is not None:
         from tuner.cost import load_profile
@@ -117,32 +102,38 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 f"trains {spec.trainable!r}: predicted times will be off",
                 file=sys.stderr,
             )
-    result = run_campaign(
-        spec,
-        run_dir,
-        ray_options(args),
-        code_dirs=code_dirs,
-        profile=profile,
-        usd_per_gpu_hour=args.usd_per_gpu_hour,
-        storage=storage,
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tuner.TunerWarning)  # said above, in the CLI's words
+        result = tuner.run(
+            spec,
+            trials=args.trials,
+            max_epochs=args.max_epochs,
+            time_limit=time_limit,
+            seed=args.seed,
+            name=args.name,
+            budget_usd=args.budget_usd,
+            budget_gpu_hours=args.budget_gpu_hours,
+            deadline=deadline,
+            runs_dir=args.runs_dir,
+            storage=storage,
+            profile=profile,
+            usd_per_gpu_hour=args.usd_per_gpu_hour,
+            **ray_flags(args),
+        )
     return campaign_exit_code(result.summary)
 
 
-def campaign_exit_code(summary: dict[str, Any]) -> int:
-    """The exit status for a campaign that ended with ``summary``."""
-    from tuner.finish import STATUS_FAILURES
+def campaign_exit_code(summary: Mapping[str, Any]) -> int:
+    """The exit status for a campaign that ended with ``summary`` (its summary.json)."""
+    from tuner.finish import Status
 
-    return EXIT_FAILURE_LIMIT if summary.get("status") == STATUS_FAILURES else 0
+    return EXIT_FAILURE_LIMIT if summary.get("status") == Status.FAILURE_LIMIT else 0
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
-    from tuner._ray.driver import resume_campaign
-    from tuner.rundir import add_code_dirs, check_resumable, read_code_dirs
+    import tuner
 
-    check_resumable(args.run_dir)
-    add_code_dirs(read_code_dirs(args.run_dir))
-    result = resume_campaign(args.run_dir, ray_options(args))
+    result = tuner.resume(args.run_dir, **ray_flags(args))
     return campaign_exit_code(result.summary)
 
 

@@ -47,38 +47,35 @@ def add_report_command(subparsers: Any) -> None:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from tuner.rundir import check_resumable
-    from tuner.spec import load_campaign
-    from tuner.summary import format_failures, format_table, open_study, summarize
+    import tuner
+    from tuner.summary import format_failures, format_table, summarize
 
-    spec = load_campaign(check_resumable(args.run_dir), check_trainable=False)
+    result = tuner.open_run(args.run_dir)
     try:
-        study = open_study(args.run_dir)
+        study = result.study()
     except FileNotFoundError:
         raise RunFolderError(str(args.run_dir), "no study.db yet (no trial has started).") from None
     summary = summarize(
         study,
-        metric=spec.metric,
-        maximize=spec.mode.value == "max",
-        max_epochs=spec.budget.max_epochs,
+        metric=result.metric,
+        maximize=result.mode == "max",
+        max_epochs=int(result.summary["max_epochs"]),
         top=args.top,
     )
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
     states = ", ".join(f"{n} {s}" for s, n in summary["states"].items()) or "none"
-    print(f"{spec.name}: {summary['trials']} trials ({states})")
+    print(f"{result.campaign}: {summary['trials']} trials ({states})")
     print(format_table(summary, limit=args.top))
     failures = format_failures(summary, limit=args.top)
     if failures:
         print(f"\n{failures}")
-    written = args.run_dir / "summary.json"
-    if written.is_file():
-        cost = json.loads(written.read_text()).get("cost")
-        if cost:
-            from tuner.cost._reality import format_comparison
+    cost = result.summary.get("cost")
+    if cost:
+        from tuner.cost._reality import format_comparison
 
-            print(f"\n{format_comparison(cost)}")
+        print(f"\n{format_comparison(cost)}")
     return 0
 
 

@@ -7,7 +7,7 @@ is shipped with ``file_mounts`` and installed into a virtual environment by
 login (AWS profile, ``gcloud auth``, ``az login``) is used, and placeholders mark what the
 user must fill in (GCP project, hosts of a local cluster).
 
-Pure: returns a dict; :func:`validate_cluster` (Ray import) checks it with Ray's own
+Pure: returns a dict; :func:`tuner._ray.cluster.validate_cluster` checks it with Ray's own
 cluster-config schema.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from tuner.cost._catalog import Instance
 
-__all__ = ["PLACEHOLDER_HOSTS", "cluster_config", "validate_cluster"]
+__all__ = ["PLACEHOLDER_HOSTS", "cluster_config"]
 
 # TEST-NET addresses (RFC 5737): valid IPs that route nowhere, to be replaced.
 PLACEHOLDER_HOSTS = ("192.0.2.10", "192.0.2.11")
@@ -213,16 +213,3 @@ def cluster_config(
     # Ray's local provider detects each host's CPUs and GPUs itself and takes no node
     # types: every listed host joins.
     return config
-
-
-def validate_cluster(config: dict[str, Any]) -> None:
-    """Checks ``config`` as ``ray up`` would: defaults filled in, then Ray's schema.
-
-    Raises:
-        Exception: Ray's validation error (jsonschema.ValidationError or ValueError).
-    """
-    import copy
-
-    from ray.autoscaler._private.util import prepare_config, validate_config
-
-    validate_config(prepare_config(copy.deepcopy(config)))

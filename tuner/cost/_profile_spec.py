@@ -3,7 +3,7 @@
 A small FIFO campaign of ``trials`` configurations drawn at random from the campaign's
 space (or the one configuration of a ``best.yaml``) for ``epochs`` epochs each, one at a
 time so they do not compete for the device. Running it is the CLI's (``tuner profile``:
-:func:`tuner.cli.cost.profile_campaign`); reading its trial results is
+:func:`tuner.profile`); reading its trial results is
 :func:`~tuner.cost._profile.profile_from_run`'s.
 
 Pure: builds a campaign spec, runs nothing.

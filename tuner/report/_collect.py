@@ -19,7 +19,8 @@ from typing import Any
 import optuna
 import yaml
 
-from tuner.summary import TrialRow, load_rows, open_study, rank
+from tuner.study import open_study
+from tuner.summary import TrialRow, load_rows, rank
 
 REPORT_FORMAT = 1
 TOP = 10

@@ -50,7 +50,7 @@ def test_recommend_writes_reports_and_a_valid_cluster(tmp_path: Path, profile_fi
     assert config["available_node_types"]["gpu_worker"]["min_workers"] == 0 or (
         config["provider"]["type"] == "local"
     )
-    from tuner.cost._cluster import validate_cluster
+    from tuner._ray.cluster import validate_cluster
 
     validate_cluster(config)
 

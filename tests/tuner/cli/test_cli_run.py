@@ -138,10 +138,18 @@ def test_run_exits_1_when_the_failure_limit_stopped_the_campaign(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str, code: int
 ) -> None:
     import tuner._ray.driver
+    from tuner import atomic, rundir
     from tuner._ray.driver import CampaignResult
+    from tuner.spec import CampaignSpec
 
-    def fake_run(spec: object, run_dir: Path, *args: object, **kwargs: object) -> CampaignResult:
-        return CampaignResult(run_dir=run_dir, summary={"status": status})
+    def fake_run(
+        spec: CampaignSpec, run_dir: Path, *args: object, **kwargs: object
+    ) -> CampaignResult:
+        # A run folder as an ended campaign leaves it, without running one.
+        rundir.write_yaml(run_dir / rundir.CAMPAIGN_FILE, spec.to_dict())
+        summary = {"status": status, "best": None}
+        atomic.write_json(run_dir / rundir.SUMMARY_FILE, summary)
+        return CampaignResult(run_dir=run_dir, summary=summary)
 
     monkeypatch.setattr(tuner._ray.driver, "run_campaign", fake_run)
     campaign = _write(tmp_path, tiny_digits_campaign())

@@ -7,8 +7,9 @@ from datetime import date
 
 import pytest
 
+from tuner._ray.cluster import validate_cluster
 from tuner.cost import Instance, load_catalog
-from tuner.cost._cluster import PLACEHOLDER_HOSTS, cluster_config, validate_cluster
+from tuner.cost._cluster import PLACEHOLDER_HOSTS, cluster_config
 
 DAY = date(2026, 12, 1)
 
