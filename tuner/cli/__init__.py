@@ -1,8 +1,10 @@
 """The ``tuner`` command line: run, resume and show hyperparameter tuning campaigns.
 
-This module builds the parser from the command modules (:mod:`tuner.cli.run`,
-:mod:`tuner.cli.show`, :mod:`tuner.cli.cost`) and turns usage errors and a handler's errors
-into exit statuses; the flags the commands share are in :mod:`tuner.cli._args`.
+A thin layer over the Python API (:mod:`tuner`): each command parses its flags, calls the
+API and prints what it returns. This module builds the parser from the command modules
+(:mod:`tuner.cli.run`, :mod:`tuner.cli.show`, :mod:`tuner.cli.cost`) and turns usage errors
+and a handler's errors into exit statuses; the flags the commands share are in
+:mod:`tuner.cli._args`.
 """
 
 from __future__ import annotations
