@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tuner._api import (
-        TunerWarning,
         load_campaign,
         predict,
         profile,
@@ -36,7 +35,14 @@ if TYPE_CHECKING:
         run,
     )
     from tuner.cost import Prediction, Profile
-    from tuner.errors import ClusterError, FileError, RunFolderError, SpecError, TunerError
+    from tuner.errors import (
+        ClusterError,
+        FileError,
+        RunFolderError,
+        SpecError,
+        TunerError,
+        TunerWarning,
+    )
     from tuner.finish import Status
     from tuner.results import Best, CostCheck, Result, Spend, TrialRow, open_run
     from tuner.spec import CampaignSpec
@@ -57,7 +63,7 @@ _HOMES = {
     "Status": "tuner.finish",
     "TrialRow": "tuner.results",
     "TunerError": "tuner.errors",
-    "TunerWarning": "tuner._api",
+    "TunerWarning": "tuner.errors",
     "load_campaign": "tuner._api",
     "open_run": "tuner.results",
     "predict": "tuner._api",

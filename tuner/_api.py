@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tuner import rundir
+from tuner.errors import TunerWarning
 from tuner.results import Result, open_run
 from tuner.spec import CampaignSpec, parse_campaign, parse_duration
 from tuner.spec import load_campaign as _load_campaign_file
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from tuner.cost._advise import Advice
 
 __all__ = [
-    "TunerWarning",
     "load_campaign",
     "open_run",
     "predict",
@@ -38,11 +38,6 @@ __all__ = [
 ]
 
 PathLike = str | os.PathLike[str]
-
-
-class TunerWarning(UserWarning):
-    """Something the caller may want to know that does not stop the call (a profile of
-    another trainable, a stale price); the CLI prints it as ``warning: ...``."""
 
 
 def load_campaign(
@@ -147,7 +142,7 @@ def run(
         rundir.check_storage_uri(storage, source="<api>", path="storage")
     elif storage is not None:
         root, storage = Path(storage), None  # a shared folder: the run folder goes there
-    loaded = _profile_of(profile, spec)
+    loaded = _profile_of(profile, spec, consequence=": predicted times will be off")
     run_dir = rundir.new_run_dir(root, spec.name)
     code_dirs = _code_dirs(spec.source)
     from tuner._ray.driver import run_campaign  # Ray and torch only once the input is good
@@ -399,7 +394,10 @@ def _seconds(value: float | str | None, name: str) -> float | None:
     return parse_duration(str(value), source="<api>", path=name)
 
 
-def _profile_of(profile: Profile | PathLike | None, spec: CampaignSpec) -> Profile | None:
+def _profile_of(
+    profile: Profile | PathLike | None, spec: CampaignSpec, *, consequence: str = ""
+) -> Profile | None:
+    """``profile`` loaded; a :class:`TunerWarning` when it measured another trainable."""
     from tuner.cost import Profile, load_profile
 
     if profile is None:
@@ -409,7 +407,7 @@ def _profile_of(profile: Profile | PathLike | None, spec: CampaignSpec) -> Profi
         where = f"the profile of {loaded.campaign!r}" if isinstance(profile, Profile) else profile
         warnings.warn(
             f"{where} profiles {loaded.trainable!r}, but the campaign trains "
-            f"{spec.trainable!r}: predicted times will be off",
+            f"{spec.trainable!r}{consequence}",
             TunerWarning,
             stacklevel=3,
         )

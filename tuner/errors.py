@@ -23,6 +23,7 @@ __all__ = [
     "RunFolderError",
     "SpecError",
     "TunerError",
+    "TunerWarning",
     "closest",
 ]
 
@@ -173,6 +174,12 @@ class ClusterError(TunerError):
         self, source: str, problem: str, *, path: str | None = None, fix: str | None = None
     ) -> None:
         super().__init__(problem, source=source, path=path, fix=fix)
+
+
+class TunerWarning(UserWarning):
+    """Something a caller may want to know that does not stop the call: a profile of another
+    trainable than the campaign's, a stale price in a catalog, a trial no known node fits on
+    a cluster an autoscaler may still grow. The CLI prints it as ``warning: ...``."""
 
 
 def closest(name: object, candidates: Iterable[str], cutoff: float = 0.6) -> str | None:

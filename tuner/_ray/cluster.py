@@ -11,7 +11,7 @@ import copy
 import logging
 import math
 import os
-import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,7 +31,7 @@ from tuner.budget import (
     node_resources,
     node_types_from_config,
 )
-from tuner.errors import ClusterError
+from tuner.errors import ClusterError, TunerWarning
 from tuner.spec import CampaignSpec
 
 
@@ -126,16 +126,17 @@ def refuse_infeasible(
     """Raises when no node type (nor alive node) can ever hold one trial.
 
     Without a known autoscaler config on a cluster that was joined, an autoscaler may still
-    add a node that fits, so only a warning is printed then.
+    add a node that fits, so only a :class:`~tuner.errors.TunerWarning` is given then.
     """
     reason = infeasible(trial_request(spec), cluster.node_types, cluster.alive)
     if reason is None:
         return
     source = spec.source
     if autoscaler_unknown:
-        print(
-            f"warning: {reason} (no autoscaler config known; a node that fits may still be added)",
-            file=sys.stderr,
+        warnings.warn(
+            f"{reason} (no autoscaler config known; a node that fits may still be added)",
+            TunerWarning,
+            stacklevel=2,
         )
         return
     where = cluster.config_path or "this machine's Ray"

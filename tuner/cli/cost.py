@@ -12,7 +12,6 @@ import argparse
 import dataclasses
 import json
 import sys
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,7 @@ from tuner.cli._args import (
 from tuner.errors import SpecError
 
 if TYPE_CHECKING:
-    pass
+    from tuner.cost import Profile
 
 __all__ = [
     "add_predict_command",
@@ -211,7 +210,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 def _cmd_recommend(args: argparse.Namespace) -> int:
     import tuner
-    from tuner.cost import load_catalog, load_profile
+    from tuner.cost import load_catalog
     from tuner.report import write_recommendation
     from tuner.spec import parse_duration
 
@@ -221,21 +220,10 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
     provision_s = parse_duration(args.provision, source="<cli>", path="--provision")
     spec = load_campaign_file(args.campaign or DEFAULT_CAMPAIGN)
     out_dir = args.out or Path("recommendations") / spec.name
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        catalog = load_catalog(args.catalog)
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+    catalog = load_catalog(args.catalog)  # the --emit-cluster pick is looked up in it too
     clouds = [c.strip() for c in (args.clouds or "").split(",") if c.strip()]
-    if args.profile is not None:
-        profile = load_profile(args.profile)
-        if profile.trainable != spec.trainable:
-            print(
-                f"warning: {args.profile} profiles {profile.trainable!r}, but the campaign "
-                f"trains {spec.trainable!r}",
-                file=sys.stderr,
-            )
-    else:
+    profile: Profile | Path | None = args.profile
+    if profile is None:
         print(
             f"no --profile: measuring {spec.trainable} here first (3 trials x 3 epochs; "
             "pass --profile to reuse one)",
@@ -243,21 +231,19 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
         )
         profile = tuner.profile(spec, trials=3, epochs=3, **ray_flags(args))
         profile.write(out_dir / "profile.json")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", tuner.TunerWarning)  # said above, in the CLI's words
-        advice = tuner.recommend(
-            spec,
-            budget_usd=args.budget,
-            deadline=deadline_s,
-            profile=profile,
-            catalog=catalog,
-            spot=args.spot,
-            clouds=clouds,
-            gpus_per_trial=args.gpus_per_trial,
-            precision=args.precision,
-            max_instances=args.max_instances,
-            provision=provision_s,
-        )
+    advice = tuner.recommend(
+        spec,
+        budget_usd=args.budget,
+        deadline=deadline_s,
+        profile=profile,
+        catalog=catalog,
+        spot=args.spot,
+        clouds=clouds,
+        gpus_per_trial=args.gpus_per_trial,
+        precision=args.precision,
+        max_instances=args.max_instances,
+        provision=provision_s,
+    )
     files = write_recommendation(advice, out_dir)
     rec = advice.recommendation
     if args.json:

@@ -6,8 +6,6 @@ Ray and torch are imported only once the input is known to be good.
 from __future__ import annotations
 
 import argparse
-import sys
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -91,35 +89,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from tuner.rundir import check_storage_uri
 
         check_storage_uri(storage)  # here, to name the flag
-    profile = None
-    if args.profile is not None:
-        from tuner.cost import load_profile
-
-        profile = load_profile(args.profile)
-        if profile.trainable != spec.trainable:
-            print(
-                f"warning: {args.profile} profiles {profile.trainable!r}, but the campaign "
-                f"trains {spec.trainable!r}: predicted times will be off",
-                file=sys.stderr,
-            )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", tuner.TunerWarning)  # said above, in the CLI's words
-        result = tuner.run(
-            spec,
-            trials=args.trials,
-            max_epochs=args.max_epochs,
-            time_limit=time_limit,
-            seed=args.seed,
-            name=args.name,
-            budget_usd=args.budget_usd,
-            budget_gpu_hours=args.budget_gpu_hours,
-            deadline=deadline,
-            runs_dir=args.runs_dir,
-            storage=storage,
-            profile=profile,
-            usd_per_gpu_hour=args.usd_per_gpu_hour,
-            **ray_flags(args),
-        )
+    result = tuner.run(
+        spec,
+        trials=args.trials,
+        max_epochs=args.max_epochs,
+        time_limit=time_limit,
+        seed=args.seed,
+        name=args.name,
+        budget_usd=args.budget_usd,
+        budget_gpu_hours=args.budget_gpu_hours,
+        deadline=deadline,
+        runs_dir=args.runs_dir,
+        storage=storage,
+        profile=args.profile,
+        usd_per_gpu_hour=args.usd_per_gpu_hour,
+        **ray_flags(args),
+    )
     return campaign_exit_code(result.summary)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from tuner.cost._csvio import RowReader, read_rows
-from tuner.errors import SpecError, closest
+from tuner.errors import SpecError, TunerWarning, closest
 
 __all__ = [
     "ARCHITECTURES",
@@ -39,7 +39,7 @@ _INSTANCE_REQUIRED += ("ondemand_usd_per_hour", "source", "as_of")
 _INSTANCE_OPTIONAL = ("vcpus", "memory_gib", "spot_usd_per_hour", "billing", "notes")
 
 
-class CatalogWarning(UserWarning):
+class CatalogWarning(TunerWarning):
     """A catalog row loads but looks wrong: a stale price or spot not below on-demand."""
 
 
