@@ -157,14 +157,18 @@ def is_uri(storage: str | None) -> bool:
     return storage is not None and "://" in storage
 
 
+def storage_folder(storage: str, run_dir: Path) -> str:
+    """Where a run's experiment lives under a storage URI: ``<storage>/<run folder name>``."""
+    return f"{storage.rstrip('/')}/{run_dir.name}"
+
+
 def upload(run_dir: Path, storage: str | None, stream: TextIO | None) -> None:
     """Copies the run folder's own files next to Tune's in the storage URI."""
-    if not is_uri(storage):
+    if storage is None or not is_uri(storage):
         return
     import pyarrow.fs  # type: ignore[import-untyped]  # Ray's dependency
 
-    assert storage is not None
-    target = f"{storage.rstrip('/')}/{run_dir.name}"
+    target = storage_folder(storage, run_dir)
     fs, path = pyarrow.fs.FileSystem.from_uri(target)
     pyarrow.fs.copy_files(
         str(run_dir.resolve()),

@@ -39,9 +39,6 @@ from tuner.space import DefineByRun, make_sampler
 from tuner.spec import CampaignSpec, Mode, SchedulerType
 from tuner.study import study_storage
 
-EPOCH_ATTR = EPOCH_KEY
-
-
 # Tune snapshots its experiment state every 10 s or more by default; a driver killed in that
 # window loses the record of whatever happened since. One second keeps the window small for
 # small campaigns. A snapshot serializes every trial (2 MB of JSON at 64 trials) and the
@@ -77,7 +74,7 @@ def _searcher(campaign: Campaign) -> FidelityOptunaSearch:
         storage=study_storage(campaign.run_dir),
         max_epochs=spec.budget.max_epochs,
         max_trials=spec.budget.trials,
-        epoch_attr=EPOCH_ATTR,
+        epoch_attr=EPOCH_KEY,
         nest_under=TRAIN_LOOP_CONFIG if data_parallel(spec) else None,
         campaign=campaign,
     )
@@ -90,7 +87,7 @@ def _scheduler(campaign: Campaign) -> PersistentASHA | PersistentFIFO:
         return PersistentASHA(
             state_path=state_path,
             campaign=campaign,
-            time_attr=EPOCH_ATTR,
+            time_attr=EPOCH_KEY,
             max_t=spec.budget.max_epochs,
             grace_period=spec.scheduler.grace_period,
             reduction_factor=spec.scheduler.reduction_factor,
@@ -178,7 +175,7 @@ def build_tuner(campaign: Campaign, *, concurrent: int) -> tune.Tuner:
 def experiment_path(campaign: Campaign) -> str:
     """Where Tune's experiment of ``campaign`` is: its run folder, or under the storage URI."""
     run_dir, storage = campaign.run_dir, campaign.storage
-    return f"{storage.rstrip('/')}/{run_dir.name}" if storage else str(run_dir.resolve())
+    return rundir.storage_folder(storage, run_dir) if storage else str(run_dir.resolve())
 
 
 def restore_tuner(campaign: Campaign) -> tune.Tuner:
@@ -257,8 +254,9 @@ def campaign_environment(spec: CampaignSpec) -> Iterator[None]:
     user's) and Optuna's log level, for the campaign's length; then restores the caller's,
     and the SIGINT and SIGUSR1 handlers Tune replaces in the main thread and leaves behind
     (a caller's next Ctrl+C would only set an event of the finished run)."""
-    saved = {key: os.environ.get(key) for key in _environment(spec)}
-    for key, value in _environment(spec).items():
+    wanted = _environment(spec)
+    saved = {key: os.environ.get(key) for key in wanted}
+    for key, value in wanted.items():
         os.environ.setdefault(key, value)
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -79,8 +79,9 @@ class _FinishedTrials:
         campaign = self._campaign
         return campaign is not None and campaign.should_stop(trial.trial_id, result)
 
-    def _stop_all(self, tune_controller: TuneController) -> None:
-        """Stops every trial not ended yet (the budget is spent and its grace is over)."""
+    def _stop_all(self, tune_controller: TuneController, reason: str) -> None:
+        """Stops every trial not ended yet (``reason``: why the budget is spent; its grace
+        for running trials is over)."""
         for trial in tune_controller.get_trials():
             if trial.status not in (Trial.ERROR, Trial.TERMINATED):
                 tune_controller.stop_trial(trial)
@@ -126,8 +127,9 @@ class _FinishedTrials:
         super().on_trial_error(tune_controller, trial)  # type: ignore[misc]
 
     def choose_trial_to_run(self, tune_controller: TuneController) -> Trial | None:
-        if self._campaign is not None and self._campaign.stop_all():
-            self._stop_all(tune_controller)
+        campaign = self._campaign
+        if campaign is not None and campaign.exhausted is not None and campaign.stop_all():
+            self._stop_all(tune_controller, campaign.exhausted)
             return None
         no_retry: set[str] = self.__dict__.get("_no_retry", set())
         for trial in tune_controller.get_trials():
@@ -281,12 +283,11 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
         self._publish()
         self._save()
 
-    def _stop_all(self, tune_controller: TuneController) -> None:
+    def _stop_all(self, tune_controller: TuneController, reason: str) -> None:
         # Waiting trials first, so they are told why they stopped where they waited.
         if self._waiting:
-            exhausted = self._campaign.exhausted if self._campaign is not None else None
-            self._stop_waiting(tune_controller, f"{exhausted or 'stopped'}; stopped at a rung")
-        super()._stop_all(tune_controller)
+            self._stop_waiting(tune_controller, f"{reason}; stopped at a rung")
+        super()._stop_all(tune_controller, reason)
 
     def _stop_waiting(self, tune_controller: TuneController, reason: str) -> None:
         trials = {t.trial_id: t for t in tune_controller.get_trials()}
