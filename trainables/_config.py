@@ -212,9 +212,9 @@ class LoopConfig:
         )
         if prune_amount > 0 and prune_finetune_epochs >= max_epochs:
             raise ValueError(
-                f"config['prune_finetune_epochs'] must be < config['tuner_max_epochs'] "
+                f"config['prune_finetune_epochs'] must be < config[{MAX_EPOCHS_KEY!r}] "
                 f"({max_epochs}) when pruning, but got {prune_finetune_epochs!r}: pruning "
-                "happens after epoch tuner_max_epochs - prune_finetune_epochs."
+                f"happens after epoch {MAX_EPOCHS_KEY} - prune_finetune_epochs."
             )
         return cls(
             max_epochs=max_epochs,

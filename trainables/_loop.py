@@ -92,7 +92,7 @@ def choose_device(requested: str, session: Session) -> torch.device:
     cuda = torch.cuda.is_available()
     if requested == "cuda" and not cuda:
         raise ValueError(
-            "config['tuner_device'] is 'cuda', but torch.cuda.is_available() is False here. "
+            f"config[{DEVICE_KEY!r}] is 'cuda', but torch.cuda.is_available() is False here. "
             "To fix: use 'auto' (CUDA when present) or 'cpu'."
         )
     if requested == "cuda" or (requested == "auto" and cuda and session.gpu_ids()):

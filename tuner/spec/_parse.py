@@ -87,7 +87,8 @@ def parse_campaign(
             "metric",
             f"must not start with the reserved prefix {RESERVED_PREFIX!r}",
             got=metric,
-            fix="optimize a metric your trainable reports; 'tuner_' metrics are the service's",
+            fix=f"optimize a metric your trainable reports; {RESERVED_PREFIX!r} metrics are the "
+            "service's",
         )
     mode = ck.enum(
         data["mode"], "mode", Mode, "mode", fix=f"min to minimize {metric}, max to maximize it"

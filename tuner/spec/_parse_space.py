@@ -50,7 +50,8 @@ def check_key_name(ck: Checker, name: Any, path: str, what: str) -> str:
             path,
             f"{what} names must not start with the reserved prefix {RESERVED_PREFIX!r}",
             got=name,
-            fix="rename it; keys starting with 'tuner_' are added by the service itself",
+            fix=f"rename it; keys starting with {RESERVED_PREFIX!r} are added by the service "
+            "itself",
         )
     return name
 
