@@ -19,7 +19,7 @@ import yaml
 
 from tuner import rundir
 from tuner.finish import Status, run_summary, trial_config
-from tuner.spec import CampaignSpec, Mode, load_campaign
+from tuner.spec import CampaignSpec, load_campaign
 from tuner.study import open_study
 from tuner.summary import TrialRow, load_rows
 
@@ -31,7 +31,8 @@ __all__ = ["Best", "CostCheck", "Result", "Spend", "TrialRow", "open_run"]
 
 @dataclass(frozen=True)
 class Best:
-    """The best trial of a campaign: full-length trials first, then by value.
+    """The best trial of a campaign: full-length trials first, then longer ones, then by
+    the value at the trial's last epoch (the one meaning of best, :mod:`tuner.standings`).
 
     Attributes:
         trial_id: Its Tune trial id (its folder is ``trial_<id>`` in the run folder).
@@ -190,7 +191,7 @@ def open_run(run_dir: str | Path) -> Result:
     else:
         summary = run_summary(spec, folder)
     try:
-        rows = tuple(load_rows(open_study(folder), maximize=spec.mode is Mode.MAX))
+        rows = tuple(load_rows(open_study(folder)))
     except FileNotFoundError:
         rows = ()
     return Result(

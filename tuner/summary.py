@@ -26,10 +26,12 @@ from optuna.distributions import (
     IntDistribution,
 )
 
+from tuner.standings import Standings, rank_key
 from tuner.study import (
     EPOCHS_ATTR,
     FAILURE_ATTR,
     FAILURE_MESSAGE_ATTR,
+    ORPHAN_REASON,
     STOP_REASON_ATTR,
     TUNE_TRIAL_ID_ATTR,
 )
@@ -43,7 +45,6 @@ class TrialRow:
     tune_id: str
     state: str
     value: float | None
-    best_value: float | None
     epochs: int
     reason: str
     params: dict[str, Any] = field(default_factory=dict)
@@ -56,13 +57,11 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def load_rows(study: optuna.Study, *, maximize: bool) -> list[TrialRow]:
+def load_rows(study: optuna.Study) -> list[TrialRow]:
     """Reads every trial of ``study`` into rows (state names as Optuna's)."""
     rows = []
     for t in study.get_trials(deepcopy=False):
         inter = {int(k): float(v) for k, v in t.intermediate_values.items()}
-        finite = [v for v in inter.values() if math.isfinite(v)]
-        best = (max(finite) if maximize else min(finite)) if finite else None
         value = _finite(t.value) if t.state.name == "COMPLETE" else None
         if value is None and t.state.name == "PRUNED" and inter:
             value = _finite(inter[max(inter)])
@@ -72,7 +71,6 @@ def load_rows(study: optuna.Study, *, maximize: bool) -> list[TrialRow]:
                 tune_id=str(t.user_attrs.get(TUNE_TRIAL_ID_ATTR, "")),
                 state=t.state.name,
                 value=value,
-                best_value=best,
                 epochs=int(t.user_attrs.get(EPOCHS_ATTR, max(inter) if inter else 0)),
                 reason=str(t.user_attrs.get(STOP_REASON_ATTR, "")),
                 params=dict(t.params),
@@ -93,15 +91,33 @@ def _distributions(study: optuna.Study) -> dict[str, BaseDistribution]:
 
 
 def rank(rows: list[TrialRow], *, maximize: bool) -> list[TrialRow]:
-    """Orders trials best first: full-length (COMPLETE) trials, then by value, then epochs."""
+    """Orders trials best first, by the campaign's one meaning of best
+    (:func:`tuner.standings.rank_key`): full-length (COMPLETE) trials, then more epochs,
+    then the value at the last epoch."""
 
     def key(row: TrialRow) -> tuple[int, int, float]:
-        if row.value is None:
-            return (2, 0, 0.0)
-        signed = -row.value if maximize else row.value
-        return (0 if row.state == "COMPLETE" else 1, -row.epochs, signed)
+        return rank_key(
+            row.value, complete=row.state == "COMPLETE", epochs=row.epochs, maximize=maximize
+        )
 
     return sorted(rows, key=key)
+
+
+def standings(rows: Sequence[TrialRow], *, maximize: bool) -> Standings:
+    """The standings of the trials the study has finished (told COMPLETE, PRUNED or FAIL),
+    as the live line counts them: where a resumed campaign's live line starts from."""
+    out = Standings(maximize=maximize)
+    for row in sorted(rows, key=lambda r: r.number):
+        orphan = row.reason == ORPHAN_REASON  # set aside: Tune never resumes it
+        if row.state in ("COMPLETE", "PRUNED", "FAIL") and row.tune_id and not orphan:
+            out.add(
+                row.tune_id,
+                row.value,
+                complete=row.state == "COMPLETE",
+                epochs=row.epochs,
+                failed=row.state == "FAIL" or bool(row.failure),
+            )
+    return out
 
 
 def summarize(
@@ -109,7 +125,7 @@ def summarize(
 ) -> dict[str, Any]:
     """A JSON-able summary: counts by state, best trial, top trials, epochs consumed (all
     empty without a study: no trial has started)."""
-    rows = load_rows(study, maximize=maximize) if study is not None else []
+    rows = load_rows(study) if study is not None else []
     ranked = rank(rows, maximize=maximize)
     best = ranked[0] if ranked and ranked[0].value is not None else None
     counts = Counter(r.state for r in rows)

@@ -27,6 +27,7 @@ from optuna.trial import TrialState
 from tests.conftest import kill_session, run_cli, tiny_digits_campaign
 from tuner import rundir
 from tuner._ray.snapshot import current_slot
+from tuner.summary import load_rows, standings
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -123,8 +124,21 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
     # With the trials' result logs as that snapshot knew them.
     assert list((slot / "logs").glob("trial_*/result.json"))
 
+    # What the study had finished at the crash: the resumed live line starts from it.
+    before_crash = standings(
+        load_rows(optuna.load_study(study_name="killed", storage=rundir.study_url(run_dir))),
+        maximize=True,
+    )
+    finished_at_crash = before_crash.count_not_in(set())
+    assert before_crash.best_trial is not None
+
     resumed = run_cli(["resume", str(run_dir), "--num-cpus", "2"], cwd=tmp_path, timeout=300)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    first = next(line for line in resumed.stdout.splitlines() if " trials done | " in line)
+    done = int(first.split("] ", 1)[1].split("/", 1)[0])
+    assert done >= finished_at_crash, (first, finished_at_crash)
+    if done == finished_at_crash:  # no trial ended between the restore and this line
+        assert f"({before_crash.best_trial})" in first, (first, before_crash)
 
     study = optuna.load_study(study_name="killed", storage=rundir.study_url(run_dir))
     tune_ids = [t.user_attrs.get("tune_trial_id") for t in study.trials]

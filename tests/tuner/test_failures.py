@@ -293,7 +293,6 @@ def _row(number: int, width: int, act: str, failure: str = "", state: str = "") 
         tune_id=f"t{number}",
         state=state or ("FAIL" if failure else "COMPLETE"),
         value=None if failure else 0.5,
-        best_value=None,
         epochs=1,
         reason=failure or "completed",
         params={"width": width, "act": act},
@@ -312,8 +311,8 @@ ROWS = [
     _row(6, 30, "tanh", "error"),
     _row(7, 20, "relu"),
     # Not run: an orphan and a trial the budget stopped before it started.
-    TrialRow(8, "t8", "FAIL", None, None, 0, "orphaned: ...", {"width": 99, "act": "relu"}),
-    TrialRow(9, "t9", "FAIL", None, None, 0, "budget exhausted", {"width": 99, "act": "relu"}),
+    TrialRow(8, "t8", "FAIL", None, 0, "orphaned: ...", {"width": 99, "act": "relu"}),
+    TrialRow(9, "t9", "FAIL", None, 0, "budget exhausted", {"width": 99, "act": "relu"}),
 ]
 
 
@@ -341,7 +340,6 @@ def test_log_range_is_halved_at_its_geometric_middle() -> None:
             i,
             str(i),
             "FAIL" if lr > 0.01 else "COMPLETE",
-            None,
             None,
             1,
             "",

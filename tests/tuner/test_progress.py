@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import live_campaign
 from tuner._ray.progress import ProgressCallback, bar, format_block, format_money
+from tuner.standings import Standings
 
 
 class _Tty(io.StringIO):
@@ -91,3 +92,60 @@ def test_plain_lines_off_a_terminal(campaign: Any) -> None:
     [line] = out.getvalue().splitlines()
     assert "0/12 trials done" in line and "| $1.25 of $5.00 (25%) at $3.60/h" in line
     assert "\x1b" not in line
+
+
+class _Trial:
+    """What the callback reads of a Tune trial (real Trial objects need a registered
+    trainable; the real callback on real trials runs in tests/integration/test_best.py)."""
+
+    def __init__(self, trial_id: str, status: str, values: list[float]) -> None:
+        self.trial_id = trial_id
+        self.status = status
+        epochs = len(values)
+        self.last_result = {"epoch": epochs, "val_acc": values[-1]} if values else {}
+
+
+def _best_in(line: str) -> str:
+    return line.split("| best ", 1)[1].split(" | ")[0] if "| best " in line else ""
+
+
+def test_live_best_is_the_last_value_of_the_best_finished_trial(campaign: Any) -> None:
+    out = io.StringIO()
+    cb = _callback(out, campaign)
+    # "peak" was the best at epoch 1 (0.99) but ended at 0.20; "steady" ended at 0.70.
+    peak = _Trial("peak", "TERMINATED", [0.99] + [0.2] * 8)
+    steady = _Trial("steady", "TERMINATED", [0.5] * 8 + [0.7])
+    short = _Trial("short", "TERMINATED", [0.9, 0.95])  # stopped early at epoch 2
+    running = _Trial("running", "RUNNING", [0.98])  # no final value yet
+    trials: list[Any] = [peak, steady, short, running]
+    cb.on_trial_result(1, trials, running, {"epoch": 1, "val_acc": 0.98})
+    for t in (peak, steady, short):
+        cb.on_trial_complete(1, trials, t)
+    line = out.getvalue().splitlines()[-1]
+    assert _best_in(line) == "val_acc=0.7000 (steady)", line
+    assert "3/12 trials done" in line and "1 stopped early" in line
+
+
+def test_resumed_line_starts_from_the_trials_finished_before(campaign: Any) -> None:
+    earlier = Standings(maximize=True)
+    earlier.add("before", 0.8, complete=True, epochs=9, failed=False)
+    earlier.add("lost", 0.3, complete=False, epochs=3, failed=False)  # not in Tune's snapshot
+    out = io.StringIO()
+    cb = ProgressCallback(
+        metric="val_acc",
+        maximize=True,
+        total=12,
+        max_epochs=9,
+        stream=out,
+        campaign=campaign,
+        standings=earlier,
+    )
+    restored = _Trial("before", "TERMINATED", [0.8] * 9)
+    also_done = _Trial("snap", "TERMINATED", [0.1, 0.2])  # finished, unknown to the study
+    resumed = _Trial("resumed", "RUNNING", [0.5])
+    trials: list[Any] = [restored, also_done, resumed]
+    cb.on_trial_result(1, trials, resumed, {"epoch": 1, "val_acc": 0.5})
+    line = out.getvalue().splitlines()[-1]
+    # before (Tune and the study) + snap (Tune) + lost (the study) = 3 done.
+    assert "3/12 trials done" in line and "2 stopped early" in line, line
+    assert _best_in(line) == "val_acc=0.8000 (before)", line

@@ -107,6 +107,7 @@ def _callbacks(campaign: Campaign) -> list[tune.Callback]:
             max_epochs=spec.budget.max_epochs,
             stream=campaign.stream,
             campaign=campaign,
+            standings=campaign.earlier,
         ),
         SnapshotGuard(str(campaign.run_dir.resolve())),
         KeepTrialLogs(),

@@ -30,6 +30,7 @@ from tuner.budget import Ledger, Limits, NodePricer, affordable_slots
 from tuner.contract import EPOCH_KEY
 from tuner.cost import AshaGeometry, Profile
 from tuner.spec import CampaignSpec
+from tuner.standings import Standings
 
 
 @dataclass(eq=False)
@@ -47,6 +48,8 @@ class Campaign:
         watch: The failure watch.
         waiting: Tune ids of the trials paused at an ASHA rung until it has peers (the
             scheduler sets it; the searcher counts them out of the live trials).
+        earlier: A resumed campaign's trials that the study had finished before this
+            driver started (the live line starts from them); None for a new campaign.
     """
 
     spec: CampaignSpec
@@ -57,6 +60,7 @@ class Campaign:
     guard: BudgetGuard | None = None
     watch: FailureWatch | None = None
     waiting: frozenset[str] = frozenset()
+    earlier: Standings | None = None
 
     @property
     def out(self) -> TextIO:

@@ -68,9 +68,10 @@ from tuner.finish import (
     write_summary,
 )
 from tuner.rundir import is_uri, upload
-from tuner.spec import CampaignSpec, load_campaign
-from tuner.study import checkpoint_study
-from tuner.summary import format_failures, format_table
+from tuner.spec import CampaignSpec, Mode, load_campaign
+from tuner.standings import Standings
+from tuner.study import checkpoint_study, open_study
+from tuner.summary import format_failures, format_table, load_rows, standings
 
 
 @dataclass(frozen=True)
@@ -250,11 +251,21 @@ def resume_campaign(
             campaign.watch = FailureWatch(
                 spec.failure.max_failed_trials, stream, earlier=failed_trial_count(run_dir)
             )
+        campaign.earlier = _finished_before(run_dir, spec)
         tuner = restore_tuner(campaign)
         print(f"resuming campaign {spec.name} from {run_dir}", file=campaign.out)
         result = _fit_and_summarize(campaign, tuner, cluster)
     _finish(run_dir, storage, stream)
     return result
+
+
+def _finished_before(run_dir: Path, spec: CampaignSpec) -> Standings | None:
+    """The trials the study finished before a crash: the resumed live line starts there."""
+    try:
+        study = open_study(run_dir)
+    except FileNotFoundError:  # the driver died before its first trial
+        return None
+    return standings(load_rows(study), maximize=spec.mode is Mode.MAX)
 
 
 def _finish(run_dir: Path, storage: str | None, stream: TextIO | None) -> None:

@@ -8,7 +8,6 @@ plain line is printed at most every ``log_every_s`` seconds and whenever a trial
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
@@ -16,7 +15,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ray.tune import Callback
 from ray.tune.experiment import Trial
 
-from tuner.contract import EPOCH_KEY
+from tuner.outcome import Outcome, decide_outcome
+from tuner.standings import Standings
 
 if TYPE_CHECKING:
     from tuner._ray.campaign import Campaign
@@ -32,13 +32,15 @@ def format_status(
     best: float | None,
     best_trial: str | None,
     failed: int | None = None,
+    untracked: int = 0,
 ) -> str:
     """One status line, e.g. ``[0:42] 12/24 trials | 2 running ...``.
 
-    ``failed``: trials told Optuna FAIL (default: Tune's ERROR trials).
+    ``failed``: trials told Optuna FAIL (default: Tune's ERROR trials). ``untracked``:
+    trials a resumed campaign's study finished that Tune's last snapshot did not know.
     """
     minutes, seconds = divmod(int(elapsed_s), 60)
-    done = counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0)
+    done = counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0) + untracked
     parts = [
         f"[{minutes}:{seconds:02d}] {done}/{total} trials done",
         f"{counts.get(Trial.RUNNING, 0)} running",
@@ -96,7 +98,9 @@ class ProgressCallback(Callback):
         stream: TextIO | None = None,
         log_every_s: float = 10.0,
         campaign: Campaign | None = None,
+        standings: Standings | None = None,
     ) -> None:
+        """``standings``: the trials finished before this driver started (a resume)."""
         self._metric = metric
         self._maximize = maximize
         self._total = total
@@ -105,9 +109,11 @@ class ProgressCallback(Callback):
         self._log_every_s = log_every_s
         self._start = time.monotonic()
         self._last = 0.0
-        self._best: float | None = None
-        self._best_trial: str | None = None
-        self._stopped_early: set[str] = set()
+        # The finished trials, judged as the searcher tells the study (tuner.outcome), so
+        # the best named here is the one summary.json and best.yaml will name.
+        self._standings = standings or Standings(maximize=maximize)
+        self._caught_up = False  # trials restored already finished are counted once
+        self._untracked = 0  # finished in the study, unknown to Tune's restored snapshot
         # The campaign's failure watch (failed trials as Optuna was told) and budget guard
         # (spend against the budget).
         self._campaign = campaign
@@ -134,22 +140,31 @@ class ProgressCallback(Callback):
         result: dict[Any, Any],
         **info: Any,
     ) -> None:
-        value = result.get(self._metric)
-        if isinstance(value, (int, float)) and math.isfinite(value):
-            better = self._best is None or (
-                value > self._best if self._maximize else value < self._best
-            )
-            if better:
-                self._best, self._best_trial = float(value), trial.trial_id
         self._emit(trials, force=False)
 
     def on_trial_complete(
         self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
     ) -> None:
-        epoch = (trial.last_result or {}).get(EPOCH_KEY, 0)
-        if isinstance(epoch, (int, float)) and epoch < self._max_epochs:
-            self._stopped_early.add(trial.trial_id)
+        self._judge(trial)
         self._emit(trials, force=True)
+
+    def _judge(self, trial: Trial) -> None:
+        """Adds a finished trial to the standings, decided as the searcher decides it."""
+        watch = self._campaign.watch if self._campaign is not None else None
+        decision = decide_outcome(
+            trial.last_result or None,
+            error=trial.status == Trial.ERROR,
+            metric=self._metric,
+            max_epochs=self._max_epochs,
+        )
+        self._standings.add(
+            trial.trial_id,
+            decision.value,
+            complete=decision.outcome is Outcome.COMPLETE,
+            epochs=decision.epochs,
+            failed=decision.outcome is Outcome.FAIL
+            or (watch is not None and trial.trial_id in watch.failed),
+        )
 
     def on_trial_error(
         self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
@@ -169,26 +184,40 @@ class ProgressCallback(Callback):
         if not force and now - self._last < interval:
             return
         self._last = now
+        if not self._caught_up:
+            # A resumed experiment's trials that had already finished end no more: count
+            # those the study did not (a crash between Tune's snapshot and the study's tell).
+            for t in trials:
+                if t.status == Trial.TERMINATED:
+                    self._judge(t)
+            self._untracked = self._standings.count_not_in({t.trial_id for t in trials})
+            self._caught_up = True
         counts: dict[str, int] = {}
         for t in trials:
-            counts[t.status] = counts.get(t.status, 0) + 1
+            # Tune marks a trial TERMINATED after its on_trial_complete callbacks: one this
+            # callback has judged finished counts as done already.
+            status = t.status
+            if status != Trial.ERROR and t.trial_id in self._standings:
+                status = Trial.TERMINATED
+            counts[status] = counts.get(status, 0) + 1
         campaign = self._campaign
         watch = campaign.watch if campaign is not None else None
-        failed_ids = set(watch.failed) if watch is not None else set()
+        standings = self._standings
         line = format_status(
             elapsed_s=now - self._start,
             total=self._total,
             counts=counts,
-            stopped_early=len(self._stopped_early - failed_ids),
+            stopped_early=standings.stopped_early,
             metric=self._metric,
-            best=self._best,
-            best_trial=self._best_trial,
+            best=standings.best_value,
+            best_trial=standings.best_trial,
+            untracked=self._untracked,
             failed=None if watch is None else watch.count,
         )
         guard = campaign.guard if campaign is not None else None
         money = guard.live() if guard is not None else None
         if tty:
-            done = counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0)
+            done = counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0) + self._untracked
             lines = format_block(line, done=done, total=self._total, money=money)
             drawn = getattr(self, "_drawn", 0)
             up = f"\x1b[{drawn - 1}F" if drawn > 1 else ""

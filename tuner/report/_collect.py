@@ -19,6 +19,7 @@ from typing import Any
 import optuna
 import yaml
 
+from tuner.standings import Standings
 from tuner.study import open_study
 from tuner.summary import TrialRow, load_rows, rank
 
@@ -64,14 +65,27 @@ def rungs(campaign: Mapping[str, Any]) -> list[int]:
 
 
 def history(rows: Sequence[TrialRow], *, maximize: bool) -> list[dict[str, Any]]:
-    """Per trial in order: its final value and the best final value so far."""
+    """Per trial in order: its final value and the best trial's value so far (the one
+    meaning of best, :mod:`tuner.standings`: so the last point is the best trial's)."""
     out: list[dict[str, Any]] = []
-    best: float | None = None
+    standings = Standings(maximize=maximize)
     for row in sorted(rows, key=lambda r: r.number):
-        if row.value is not None and row.state == "COMPLETE":
-            better = best is None or (row.value > best if maximize else row.value < best)
-            best = row.value if better else best
-        out.append({"number": row.number, "state": row.state, "value": row.value, "best": best})
+        if row.state in ("COMPLETE", "PRUNED"):
+            standings.add(
+                str(row.number),
+                row.value,
+                complete=row.state == "COMPLETE",
+                epochs=row.epochs,
+                failed=bool(row.failure),
+            )
+        out.append(
+            {
+                "number": row.number,
+                "state": row.state,
+                "value": row.value,
+                "best": standings.best_value,
+            }
+        )
     return out
 
 
@@ -167,7 +181,7 @@ def collect(run_dir: Path) -> dict[str, Any]:
     campaign = yaml.safe_load((run_dir / "campaign.yaml").read_text())
     maximize = campaign["mode"] == "max"
     study = open_study(run_dir)
-    rows = load_rows(study, maximize=maximize)
+    rows = load_rows(study)
     ranked = [r for r in rank(rows, maximize=maximize) if r.value is not None]
     ledger = _read_json(run_dir / "ledger.json")
     summary = _read_json(run_dir / "summary.json")

@@ -12,7 +12,7 @@ from tuner.summary import TrialRow
 def _row(
     number: int, state: str, value: float | None, reason: str = "", failure: str = ""
 ) -> TrialRow:
-    return TrialRow(number, f"t{number}", state, value, value, 1, reason, failure=failure)
+    return TrialRow(number, f"t{number}", state, value, 1, reason, failure=failure)
 
 
 @pytest.mark.parametrize(
