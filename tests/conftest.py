@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+# Which tests may skip: the `gpu` and `no_gpu` markers; under CI=true any other skip fails.
+pytest_plugins = ["tests.no_silent_skips"]
+
 # Campaigns in tests skip the end-of-run report (~2 s of plotting each, ~100 campaigns);
 # tests/tuner/report/ turns it back on where the report is what they check.
 os.environ.setdefault("TUNER_NO_REPORT", "1")
