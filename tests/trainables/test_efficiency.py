@@ -112,7 +112,6 @@ def test_cuda_knobs_are_ignored_on_cpu(tmp_path: Path) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("placement", ["always", "never"])
 def test_cuda_knobs_and_placements_train(placement: str, tmp_path: Path) -> None:
     session = LocalSession(tmp_path)
@@ -124,7 +123,6 @@ def test_cuda_knobs_and_placements_train(placement: str, tmp_path: Path) -> None
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_compiled_model_trains_and_restores(tmp_path: Path) -> None:
     first = LocalSession(tmp_path / "first")
     tabular.train({"tuner_max_epochs": 2, "compile": True}, first)

@@ -198,7 +198,7 @@ def test_builtin_resolves_to_callable(name: str) -> None:
     assert callable(getattr(importlib.import_module(module_name), attr))
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only error")
+@pytest.mark.no_gpu
 def test_cuda_requested_without_cuda_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"tuner_device'\] is 'cuda'.*To fix"):
         choose_device("cuda", LocalSession(tmp_path))
@@ -209,7 +209,6 @@ def test_auto_without_session_gpus_uses_cpu(tmp_path: Path) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_digits_epoch_on_cuda_with_amp(tmp_path: Path) -> None:
     session = LocalSession(tmp_path)
     digits.train({"tuner_max_epochs": 1, "tuner_device": "auto", "amp": True}, session)

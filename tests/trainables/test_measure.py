@@ -163,7 +163,6 @@ def test_augmentation_shows_up_as_data_wait(tmp_path: Path) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_measurements(tmp_path: Path) -> None:
     session = LocalSession(tmp_path)
     digits.train({"tuner_max_epochs": 2, "augment": 0.5}, session)
