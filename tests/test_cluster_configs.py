@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from tuner._ray.cluster import validate_cluster
+from tuner.budget._pricing import NodePricer
 from tuner.cost import load_catalog
 from tuner.cost._catalog import gpu_name_tokens
 from tuner.cost._cluster import cluster_config
@@ -237,8 +238,7 @@ def test_every_worker_is_priced_from_its_labels(path: Path, catalog) -> None:  #
 
 @pytest.mark.parametrize("path", CONFIGS, ids=IDS)
 def test_the_ledger_prices_every_worker(path: Path, catalog) -> None:  # type: ignore[no-untyped-def]
-    pricing = pytest.importorskip("tuner.budget._pricing")
-    pricer = pricing.NodePricer(catalog.instances, catalog.gpus)
+    pricer = NodePricer(catalog.instances, catalog.gpus)
     for node in _workers(_load(path)):
         rate = pricer.price(node.resources, node.labels)
         assert rate.usd_per_hour > 0, (node.name, rate)

@@ -383,8 +383,9 @@ def test_loop_restores_a_good_checkpoint_exactly(tmp_path: Path) -> None:
 
 
 def test_ray_lineage_lists_and_downloads_earlier_checkpoints_remotely(tmp_path: Path) -> None:
-    pafs = pytest.importorskip("pyarrow.fs")
-    train = pytest.importorskip("ray.train")
+    from pyarrow import fs as pafs
+    from ray import train
+
     from trainables._session import ray_lineage
 
     _, second, third = _trial(tmp_path / "bucket")

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import ray
+from ray import tune
 
 from trainables import digits
 from trainables._checkpoint import MANIFEST_FILE
@@ -16,9 +18,6 @@ from trainables._loop import CHECKPOINT_FILE, FALLBACK_KEY
 from trainables._session import RaySession
 
 pytestmark = pytest.mark.ray
-
-ray = pytest.importorskip("ray")
-tune = pytest.importorskip("ray.tune")
 
 
 @pytest.fixture(scope="module")
