@@ -129,3 +129,7 @@ def test_outside_ci_a_skip_stays_a_skip(tmp_path: Path) -> None:
     assert "CI=true" not in output
     for line in summary:
         assert line in output.splitlines(), output
+
+
+def test_ci_run_sets_ci() -> None:
+    assert "\nexport CI=true\n" in (ROOT / ".ci" / "run").read_text()
