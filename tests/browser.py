@@ -1,7 +1,8 @@
 """Headless Chromium for report tests: load a local HTML file, dump its DOM, screenshot it.
 
 Chromium comes from Debian's package (``.ci/run`` installs it when missing); tests that use
-it skip with the reason where it is absent. The flags keep it off the network, which this
+it skip with the reason where it is absent, and fail under ``CI=true``
+(``tests/no_silent_skips.py``). The flags keep it off the network, which this
 machine does not have.
 """
 

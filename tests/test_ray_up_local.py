@@ -12,7 +12,8 @@ and Ray into it would take minutes, so the node's venv reads them from this proj
 The node's Ray listens on free ports and keeps its files under the user's home
 (``RAY_TMPDIR``), apart from other Rays on the machine; the launcher's state and config
 cache go to the test's temporary folder. Needs root (to create the user and run sshd),
-Debian's openssh-server and rsync; skips without them.
+Debian's openssh-server and rsync; skips without them, and fails under ``CI=true``
+(``tests/no_silent_skips.py``).
 """
 
 from __future__ import annotations
