@@ -23,6 +23,7 @@ from tuner.contract import (
 )
 
 __all__ = [
+    "AMP_DTYPES",
     "DATA_PLACEMENTS",
     "DEVICES",
     "LR_SCHEDULES",
@@ -43,6 +44,7 @@ DEVICES = ("auto", "cpu", "cuda")
 OPTIMIZERS = ("adam", "adamw", "sgd")
 LR_SCHEDULES = ("constant", "cosine", "step", "onecycle")
 DATA_PLACEMENTS = ("auto", "always", "never")
+AMP_DTYPES = ("auto", "bf16", "fp16")
 PLATEAU_METRICS = ("val_loss", "val_acc")
 # Default learning rate per optimizer family: adaptive methods want much smaller steps.
 DEFAULT_LR = {"adam": 1e-3, "adamw": 1e-3, "sgd": 0.05}
@@ -146,6 +148,9 @@ class LoopConfig:
         magnitude pruning after epoch ``tuner_max_epochs - prune_finetune_epochs``.
 
     GPU efficiency knobs (each applies on CUDA only; CPU runs ignore it):
+        ``amp_dtype`` ("auto"): the autocast dtype with ``amp`` on: "auto" is bf16 where
+        the GPU supports it and fp16 (with a gradient scaler) elsewhere; "bf16" or "fp16"
+        asks for one (fp16 on a bf16 GPU runs the scaled fp16 path there too).
         ``channels_last`` (True): channels-last memory format for models with 2-D convs
         and their 4-D inputs. ``cudnn_benchmark`` (True): let cuDNN pick the fastest conv
         algorithms (not bitwise reproducible). ``tf32`` (True): TF32 matmuls and convs on
@@ -174,6 +179,7 @@ class LoopConfig:
     batch_size: int = 64
     lr_schedule: str = "constant"
     amp: bool = True
+    amp_dtype: str = "auto"
     lr_step_epochs: int = 10
     lr_gamma: float = 0.1
     warmup_epochs: float = 0.0
@@ -229,6 +235,7 @@ class LoopConfig:
             batch_size=get_int(config, "batch_size", 64, low=1),
             lr_schedule=get_choice(config, "lr_schedule", "constant", LR_SCHEDULES),
             amp=get_bool(config, "amp", True),
+            amp_dtype=get_choice(config, "amp_dtype", cls.amp_dtype, AMP_DTYPES),
             lr_step_epochs=get_int(config, "lr_step_epochs", cls.lr_step_epochs, low=1),
             lr_gamma=get_float(config, "lr_gamma", cls.lr_gamma, low=0.0, high=1.0, low_open=True),
             warmup_epochs=get_float(config, "warmup_epochs", cls.warmup_epochs, low=0.0),

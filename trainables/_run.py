@@ -205,7 +205,20 @@ def train_loss_fn(loss_fn: LossFn, label_smoothing: float) -> LossFn:
 
 
 def amp_dtype(cfg: LoopConfig, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype (bf16 where supported, else fp16) on CUDA with AMP on, else None."""
+    """The autocast dtype on CUDA with AMP on (``cfg.amp_dtype``; "auto" is bf16 where
+    supported, else fp16), else None.
+
+    Raises:
+        ValueError: bf16 is asked for on a GPU without it.
+    """
     if device.type != "cuda" or not cfg.amp:
         return None
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if cfg.amp_dtype == "fp16":
+        return torch.float16
+    bf16 = torch.cuda.is_bf16_supported()
+    if cfg.amp_dtype == "bf16" and not bf16:
+        raise ValueError(
+            f"config['amp_dtype'] is 'bf16', but {torch.cuda.get_device_name(device)} does not "
+            "support bfloat16. To fix: use 'auto' or 'fp16'."
+        )
+    return torch.bfloat16 if bf16 else torch.float16

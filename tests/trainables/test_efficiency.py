@@ -12,6 +12,7 @@ from tests.trainables._support import Preempted, PreemptedSession
 from trainables import digits, tabular
 from trainables._batches import keep_on_device
 from trainables._config import LoopConfig
+from trainables._run import Run, amp_dtype
 from trainables._session import LocalSession
 
 COMPARED = ("epoch", "train_loss", "val_loss", "val_acc")
@@ -56,6 +57,7 @@ def test_defaults() -> None:
         ({"loader_workers": -1}, r"loader_workers'\] must be >= 0, but got -1"),
         ({"compile": "yes"}, r"compile'\] must be true or false, but got 'yes'"),
         ({"plateau_min_delta": -0.1}, r"plateau_min_delta'\] must be >= 0.0, but got -0.1"),
+        ({"amp_dtype": "bf61"}, r"amp_dtype'\] must be one of .*Did you mean 'bf16'"),
     ],
 )
 def test_bad_knob_is_rejected(config: dict[str, Any], match: str) -> None:
@@ -109,6 +111,52 @@ def test_cuda_knobs_are_ignored_on_cpu(tmp_path: Path) -> None:
     digits.train({**DIGITS, **dict.fromkeys(knobs, False)}, off)
     assert on.metrics[0]["tuner_device"] == "cpu"
     assert _compared(on) == _compared(off)
+
+
+@pytest.mark.parametrize(
+    ("asked", "bf16_gpu", "expected"),
+    [
+        ("auto", True, torch.bfloat16),
+        ("auto", False, torch.float16),
+        ("fp16", True, torch.float16),
+        ("bf16", True, torch.bfloat16),
+    ],
+)
+def test_amp_dtype_choice(
+    asked: str, bf16_gpu: bool, expected: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: bf16_gpu)
+    cfg = LoopConfig.from_config({"amp_dtype": asked})
+    assert amp_dtype(cfg, torch.device("cuda", 0)) == expected
+    # Off CUDA, or with AMP off, there is no autocast whatever the knob says.
+    assert amp_dtype(cfg, torch.device("cpu")) is None
+    assert (
+        amp_dtype(
+            LoopConfig.from_config({"amp_dtype": asked, "amp": False}), torch.device("cuda", 0)
+        )
+        is None
+    )
+
+
+def test_bf16_on_a_gpu_without_it_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a, **k: "Tesla T4")
+    cfg = LoopConfig.from_config({"amp_dtype": "bf16"})
+    with pytest.raises(ValueError, match=r"amp_dtype'\] is 'bf16', but Tesla T4 .*To fix"):
+        amp_dtype(cfg, torch.device("cuda", 0))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_fp16_trains_with_a_gradient_scaler(tmp_path: Path) -> None:
+    config = {"tuner_max_epochs": 2, "amp_dtype": "fp16"}
+    cfg = LoopConfig.from_config(config)
+    session = LocalSession(tmp_path)
+    run = Run.build(cfg, tabular.make_task(config), session, torch.device("cuda", 0))
+    assert run.amp_dtype == torch.float16 and run.scaler is not None
+    tabular.train(config, session)
+    assert session.metrics[-1]["precision"] == "amp"
+    assert session.metrics[-1]["val_acc"] > 0.9
 
 
 @pytest.mark.gpu
