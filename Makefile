@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: setup run test lint typecheck unit bench clean
+.PHONY: setup run test lint typecheck unit bench gpu-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,15 @@ bench: setup  ## the benchmarks behind the README's Performance section (~10 h o
 		--contenders ours,random+fifo,stock --out bench/out/tuning_efficiency_charlm
 	$(BIN)/python bench/tuning_efficiency.py --tasks charlm_108 --seeds 20 \
 		--out bench/out/tuning_efficiency_charlm_108
+
+# The GPU check (docs/performance.md, "The GPU check"): a lent GPU machine has no venv and
+# no Ray, so it runs on the python3 there (CUDA torch) and needs no `make setup`. Here, the
+# CPU dry run: make gpu-check GPU_CHECK_PYTHON=.venv/bin/python GPU_CHECK_ARGS="--device cpu --quick"
+GPU_CHECK_PYTHON ?= python3
+GPU_CHECK_OUT ?= bench/out/gpu_check.json
+GPU_CHECK_ARGS ?=
+gpu-check:  ## CUDA tests, AMP/TF32 training with telemetry, profiles vs the cost model, MFU, NCCL (<= 5 min)
+	PYTHONUNBUFFERED=1 $(GPU_CHECK_PYTHON) bench/gpu_check.py --out $(GPU_CHECK_OUT) $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
