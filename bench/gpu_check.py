@@ -10,7 +10,6 @@ to ``--total-s``, 270 by default, so it ends within 5 minutes), in this order:
 
 - ``env``: Python, torch, CUDA, cuDNN, NCCL, the driver, the GPU and its catalog entry
   (tuner/data/gpus.csv), and a bf16 matrix product's TFLOP/s;
-- ``tests``: the CUDA-marked tests (``pytest -m gpu`` over the files that hold CUDA tests);
 - ``train``: each built-in trainable for a few epochs in bf16 AMP, fp16 AMP (with the
   gradient scaler) and TF32, each trial with its NVML telemetry (utilisation, power,
   energy, memory);
@@ -19,7 +18,9 @@ to ``--total-s``, 270 by default, so it ends within 5 minutes), in this order:
   calibration point: predicted vs measured on that GPU);
 - ``mfu``: the character transformer's model FLOPs utilisation in bf16, for the campaign's
   model and a 25 M-parameter one;
-- ``nccl``: a one-GPU NCCL process group (all-reduce, broadcast, barrier, a DDP step).
+- ``nccl``: a one-GPU NCCL process group (all-reduce, broadcast, barrier, a DDP step);
+- ``tests``: the CUDA-marked tests (``pytest -m gpu`` over the files that hold CUDA tests),
+  last, with what is left of the run.
 
 No Ray and no Optuna: a lent GPU machine has neither (nor room to carry Ray), so the
 trainables run through their local session and only tuner's pure core is imported.
@@ -76,13 +77,15 @@ class Step:
     budget_s: float
 
 
+# The tests come last and take what is left: torch.compile's first compile there can take
+# a minute or more, and the other steps' figures are safe by then.
 STEPS = (
     Step("env", 15),
-    Step("tests", 90),
     Step("train", 50),
     Step("profile", 60),
     Step("mfu", 25),
     Step("nccl", 15),
+    Step("tests", 180),
 )
 ALL = tuple(s.name for s in STEPS)
 _WHEEL = (
@@ -277,20 +280,29 @@ def skipped(reason: str) -> dict[str, Any]:
 
 
 def step_command(
-    step: Step, out: Path, scratch: Path, *, device: str, quick: bool, gpu: str | None
+    step: Step,
+    out: Path,
+    scratch: Path,
+    timeout_s: float,
+    *,
+    device: str,
+    quick: bool,
+    gpu: str | None,
 ) -> list[str]:
     """The command that runs ``step`` in a process of its own (``--step``)."""
     command = [sys.executable, str(Path(__file__).resolve()), "--step", step.name]
     command += ["--device", device, "--step-out", str(out), "--workdir", str(scratch)]
+    command += ["--budget-s", f"{timeout_s:.0f}"]
     return command + (["--quick"] if quick else []) + (["--gpu", gpu] if gpu else [])
 
 
-CommandFor = Callable[[Step, Path, Path], list[str]]
+CommandFor = Callable[[Step, Path, Path, float], list[str]]
 
 
 def subprocess_executor(workdir: Path, command_for: CommandFor) -> Execute:
-    """Runs each step's command (``command_for(step, out_json, scratch_dir)``) in a new
-    session; on timeout the whole session is killed and what the step had saved is kept."""
+    """Runs each step's command (``command_for(step, out_json, scratch_dir, timeout_s)``) in
+    a new session; on timeout the whole session is killed and what the step had saved is
+    kept."""
     from bench.gpu_steps import load_step_json
 
     def execute(step: Step, timeout_s: float) -> dict[str, Any]:
@@ -298,7 +310,7 @@ def subprocess_executor(workdir: Path, command_for: CommandFor) -> Execute:
         scratch.mkdir(parents=True, exist_ok=True)
         path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
         proc = subprocess.Popen(
-            command_for(step, out, scratch),
+            command_for(step, out, scratch, timeout_s),
             cwd=REPO,
             start_new_session=True,
             env={**os.environ, "PYTHONPATH": path},
@@ -352,6 +364,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--step", choices=ALL, help=argparse.SUPPRESS)  # a step's own process
     parser.add_argument("--step-out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--budget-s", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     unknown = sorted(set(args.steps.split(",")) - set(ALL))
     if unknown:
@@ -372,6 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bench.gpu_steps import StepContext, run_step
 
         ctx = StepContext(args.device, args.quick, args.gpu, REPO, args.workdir, args.step_out)
+        ctx.budget_s = args.budget_s
         return run_step(args.step, ctx)
     started = time.monotonic()
     prerequisites = check_prerequisites(args.device)
@@ -402,9 +416,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     selected = [s for s in STEPS if s.name in args.steps.split(",")]
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
 
-        def command_for(step: Step, out: Path, scratch: Path) -> list[str]:
+        def command_for(step: Step, out: Path, scratch: Path, timeout_s: float) -> list[str]:
             return step_command(
-                step, out, scratch, device=args.device, quick=args.quick, gpu=args.gpu
+                step, out, scratch, timeout_s, device=args.device, quick=args.quick, gpu=args.gpu
             )
 
         execute = subprocess_executor(Path(tmp), command_for)

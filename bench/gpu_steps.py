@@ -1,5 +1,5 @@
 """The steps of bench/gpu_check.py, each run in a process of its own by the driver there:
-env, tests and nccl here, train, profile and mfu in bench/gpu_train.py.
+env, nccl and tests here, train, profile and mfu in bench/gpu_train.py.
 
 A step fills :attr:`StepContext.result` with figures and :attr:`StepContext.checks` with
 named pass/fail verdicts, and saves both after each part (:meth:`StepContext.save`), so a
@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -37,6 +38,7 @@ __all__ = [
     "gpu_test_files",
     "load_step_json",
     "nccl",
+    "outcomes_from_log",
     "parse_junit",
     "run_step",
     "step_function",
@@ -60,6 +62,7 @@ class StepContext:
         repo: The repository root (tests/ and search_spaces/ are read from there).
         workdir: A folder of the step's own for scratch files.
         out: Where :meth:`save` writes the step's JSON.
+        budget_s: Seconds the driver gives the step before it kills it (None: no limit).
         result: Figures.
         checks: Verdicts by name.
     """
@@ -70,6 +73,7 @@ class StepContext:
     repo: Path
     workdir: Path
     out: Path
+    budget_s: float | None = None
     result: dict[str, Any] = field(default_factory=dict)
     checks: dict[str, bool] = field(default_factory=dict)
 
@@ -236,20 +240,47 @@ def parse_junit(text: str) -> dict[str, Any]:
     return {"counts": counts, "tests": tests}
 
 
+# pytest's verbose line for a finished test: "tests/x.py::test_y[a] PASSED    [ 14%]".
+_VERBOSE_LINE = re.compile(r"^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b", re.M)
+# Seconds before the driver's kill at which pytest is stopped, to keep what it printed.
+_TESTS_MARGIN_S = 10.0
+
+
+def outcomes_from_log(text: str) -> dict[str, str]:
+    """Test id -> outcome (lower case) from pytest's ``-v`` output, as far as it got."""
+    return {m.group(1): m.group(2).lower() for m in _VERBOSE_LINE.finditer(text)}
+
+
 def tests(ctx: StepContext) -> None:
-    """The CUDA-marked tests (``-m gpu``) of the files that hold CUDA tests, with pytest."""
+    """The CUDA-marked tests (``-m gpu``) of the files that hold CUDA tests, with pytest.
+
+    pytest is stopped a little before the step's budget runs out; the tests it finished by
+    then are read from its verbose output.
+    """
     files = gpu_test_files(ctx.repo / "tests")
     report, log = ctx.workdir / "junit.xml", ctx.workdir / "pytest.log"
     ctx.result["files"] = [str(f.relative_to(ctx.repo)) for f in files]
-    command = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider"]
+    command = [sys.executable, "-m", "pytest", "-v", "-m", "gpu", "-p", "no:cacheprovider"]
     command += ["--continue-on-collection-errors", f"--junitxml={report}"]
+    limit = ctx.budget_s - _TESTS_MARGIN_S if ctx.budget_s is not None else None
     with log.open("w", encoding="utf-8") as out:
-        proc = subprocess.run(
-            [*command, *map(str, files)], cwd=ctx.repo, stdout=out, stderr=subprocess.STDOUT
-        )
-    ctx.result["returncode"] = proc.returncode
-    ctx.result["output_tail"] = log.read_text(encoding="utf-8", errors="replace")[-2000:]
-    ctx.check("pytest wrote its report", report.is_file())
+        try:
+            proc = subprocess.run(
+                [*command, *map(str, files)],
+                cwd=ctx.repo,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=limit,
+            )
+            ctx.result["returncode"] = proc.returncode
+        except subprocess.TimeoutExpired:
+            ctx.result["returncode"] = None
+    text = log.read_text(encoding="utf-8", errors="replace")
+    ctx.result["output_tail"] = text[-2000:]
+    ctx.check("pytest finished within the step's budget", report.is_file())
+    if not report.is_file():
+        ctx.result["finished"] = outcomes_from_log(text)
+        return
     parsed = parse_junit(report.read_text(encoding="utf-8"))
     ctx.result.update(parsed)
     counts = parsed["counts"]
