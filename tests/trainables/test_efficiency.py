@@ -147,7 +147,6 @@ def test_bf16_on_a_gpu_without_it_is_an_error(monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_fp16_trains_with_a_gradient_scaler(tmp_path: Path) -> None:
     config = {"tuner_max_epochs": 2, "amp_dtype": "fp16"}
     cfg = LoopConfig.from_config(config)
