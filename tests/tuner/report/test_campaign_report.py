@@ -3,15 +3,17 @@ and the HTML page as headless Chromium renders it."""
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import re
-import struct
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import optuna
 import pytest
+from PIL import Image
 
 from tests.browser import dump_dom, needs_chromium, screenshot
 from tests.conftest import tiny_digits_campaign
@@ -20,6 +22,7 @@ from tuner._ray.cluster import RayOptions
 from tuner._ray.driver import run_campaign
 from tuner.cli import main
 from tuner.report import PLOTS, write_report
+from tuner.report._render import COLORS
 from tuner.spec import parse_campaign
 
 pytestmark = pytest.mark.ray
@@ -40,6 +43,26 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         run_campaign(spec, folder, RayOptions(num_cpus=2), stream=out)
     (folder.parent / "output.txt").write_text(out.getvalue())
     return folder
+
+
+def _pixels(png: Path) -> np.ndarray:
+    """The PNG decoded to RGB, rows x columns x 3."""
+    return np.asarray(Image.open(png).convert("RGB"))
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
+
+
+def _tallest(pixels: np.ndarray, colour: str) -> int:
+    """The longest vertical run of pixels of exactly ``colour`` (a bar's height)."""
+    best = 0
+    for column in (pixels == _rgb(colour)).all(axis=2).T:
+        run = 0
+        for hit in column:
+            run = run + 1 if hit else 0
+            best = max(best, run)
+    return best
 
 
 def test_campaign_writes_its_report_and_the_figures_match_study_and_ledger(run_dir: Path) -> None:
@@ -85,7 +108,19 @@ def test_campaign_writes_its_report_and_the_figures_match_study_and_ledger(run_d
     assert f"trial {report['best']['trial']}" in md
     for name in PLOTS:
         assert f"(report_plots/{name}.png)" in md
-        assert (run_dir / "report_plots" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+        pixels = _pixels(run_dir / "report_plots" / f"{name}.png")
+        # Drawn on: more than a background (text alone brings antialiased greys).
+        assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 16, name
+        assert (pixels == 255).all(axis=2).mean() < 0.995, name
+    # The outcomes plot shows the outcome counts: one bar per outcome in its colour, the
+    # bars' heights in proportion to the counts (to 2 px: a bar's antialiased top and
+    # bottom rows are not its exact colour).
+    bars = _pixels(run_dir / "report_plots" / "outcomes.png")
+    heights = {n: _tallest(bars, COLORS[n]) for n in report["outcomes"]}
+    most = max(report["outcomes"], key=report["outcomes"].__getitem__)
+    per_trial = heights[most] / report["outcomes"][most]
+    for outcome, count in report["outcomes"].items():
+        assert abs(heights[outcome] - count * per_trial) <= 2, (heights, report["outcomes"])
 
 
 def test_report_html_is_self_contained(run_dir: Path) -> None:
@@ -95,16 +130,73 @@ def test_report_html_is_self_contained(run_dir: Path) -> None:
     assert "http://" not in page and "https://" not in page  # nothing fetched: opens offline
 
 
+# Appended to a copy of report.html: once the page has loaded, the state of each figure's
+# <img> as Chromium decoded it (naturalWidth 0 is a broken image), and a position-weighted
+# checksum of its RGB pixels drawn on a canvas, written into the DOM that --dump-dom prints.
+_PROBE = """<script>
+window.addEventListener("load", () => {
+  const out = {};
+  for (const figure of document.querySelectorAll("figure")) {
+    const img = figure.querySelector("img");
+    const canvas = document.createElement("canvas");
+    canvas.width = img.naturalWidth;
+    canvas.height = img.naturalHeight;
+    let sum = 0;
+    if (img.naturalWidth > 0) {
+      const ctx = canvas.getContext("2d");
+      ctx.drawImage(img, 0, 0);
+      const d = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+      for (let i = 0; i < d.length; i++) {
+        if (i % 4 !== 3) sum = (sum + d[i] * ((i % 65521) + 1)) % 2147483647;
+      }
+    }
+    out[figure.id] = {complete: img.complete, width: img.naturalWidth,
+                      height: img.naturalHeight, checksum: sum};
+  }
+  const pre = document.createElement("pre");
+  pre.id = "probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def _checksum(pixels: np.ndarray) -> int:
+    """_PROBE's checksum of an RGBA image: RGB bytes weighted by their RGBA index."""
+    flat = pixels.astype(np.int64).reshape(-1)
+    weights = np.arange(flat.size, dtype=np.int64) % 65521 + 1
+    keep = np.arange(flat.size) % 4 != 3
+    return int((flat[keep] * weights[keep]).sum() % 2147483647)
+
+
 @needs_chromium
 def test_report_renders_in_headless_chromium_with_every_plot(run_dir: Path, tmp_path: Path) -> None:
-    dom = dump_dom(run_dir / "report.html")
+    page = tmp_path / "probed.html"
+    page.write_text((run_dir / "report.html").read_text().replace("</body>", _PROBE + "</body>"))
+    dom = dump_dom(page)
     for name in PLOTS:
         assert re.search(rf'<figure id="plot-{name}">.*?<img ', dom, re.S), name
-    shot = screenshot(run_dir / "report.html", tmp_path / "report.png", height=2400)
-    png = shot.read_bytes()
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    width, height = struct.unpack(">II", png[16:24])
-    assert (width, height) == (1200, 2400)
+    probe = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
+    assert probe is not None, "the probe script did not run"
+    seen = json.loads(html.unescape(probe.group(1)))
+    assert list(seen) == [f"plot-{name}" for name in PLOTS]
+    for name in PLOTS:
+        img = seen[f"plot-{name}"]
+        rgba = np.asarray(Image.open(run_dir / "report_plots" / f"{name}.png").convert("RGBA"))
+        # Loaded, and showing exactly the plot's pixels (the PNG written beside report.md).
+        assert img["complete"] and img["width"] > 0, (name, img)
+        assert (img["height"], img["width"]) == rgba.shape[:2], (name, img)
+        assert img["checksum"] == _checksum(rgba), name
+
+    # And on screen: the page's screenshot has the outcome bars' colours, at least as many
+    # pixels of each as the outcomes plot alone (the images are shown unscaled).
+    shot = _pixels(screenshot(run_dir / "report.html", tmp_path / "report.png", height=2400))
+    outcomes = _pixels(run_dir / "report_plots" / "outcomes.png")
+    report = json.loads((run_dir / "report.json").read_text())
+    for outcome in report["outcomes"]:
+        colour = _rgb(COLORS[outcome])
+        in_plot = int((outcomes == colour).all(axis=2).sum())
+        assert in_plot > 0 and (shot == colour).all(axis=2).sum() >= in_plot, outcome
 
 
 def test_tuner_report_cli_rewrites_it(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
