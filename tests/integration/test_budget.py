@@ -7,6 +7,8 @@ labels or accelerators), so a few seconds of a $36/h "node" exhaust a 12-cent bu
 from __future__ import annotations
 
 import json
+import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ pytestmark = pytest.mark.ray
 
 RATE = 36.0  # $/h: one cent a second
 BUDGET = 0.12
+POLL_S = 0.5  # the budget guard's node watcher reads Ray's node table this often
 
 
 def _assert_budget_stop(summary: dict[str, Any]) -> None:
@@ -50,23 +53,50 @@ def test_budget_exhausted_ends_cleanly_and_survives_resume(tmp_path: Path) -> No
     )
     spec = parse_campaign(data, "budget.yaml")
     run_dir = tmp_path / "runs" / spec.name
+    before = time.time()
     result = run_campaign(spec, run_dir, RayOptions(num_cpus=2))
+    after = time.time()
     summary = result.summary
 
     _assert_budget_stop(summary)
     assert 0 < summary["trials_run"] < spec.budget.trials
     ledger = json.loads((run_dir / "ledger.json").read_text())
     spent = ledger["totals"]["usd"]
+    # What the spend must be, from the ledger's inputs: the one local node, priced at the
+    # campaign's rate, for the time the driver's session ran. The session lies within the
+    # test's own clock readings around the run, and every epoch the trials reported (their
+    # result.json) ended inside it.
+    (node,) = ledger["nodes"]
+    assert (node["usd_per_hour"], node["rate_source"]) == (RATE, "pricing.node_usd_per_hour")
+    ((start, end),) = ledger["sessions"]
+    assert before <= start < end <= after
+    epoch_ends = [
+        json.loads(line)["tuner_epoch_end_unix_s"]
+        for path in run_dir.glob("trial_*/result.json")
+        for line in path.read_text().splitlines()
+    ]
+    assert epoch_ends and start < min(epoch_ends) and max(epoch_ends) < end
+    # The node is billed from the session's start (Ray's start time for it, earlier, is
+    # clamped to the session) to the ledger's last write, just after the session ended;
+    # POLL_S (the node watcher's interval) covers a first observation standing in for
+    # Ray's start time. Half a cent at one cent a second: 4 % of the budget.
+    assert spent == pytest.approx(RATE * (end - start) / 3600, abs=RATE * POLL_S / 3600)
     if summary["status"] == Status.BUDGET_EXHAUSTED:
-        # Declared exhausted one stop lead before the limit (an epoch plus a check
-        # period, 2-3 s: 2-3 cents here), so the last epochs end near it; the overshoot
-        # is what they and the shutdown cost (seconds at one cent each).
-        assert 0.6 * BUDGET <= spent <= BUDGET + 0.05, spent
+        # Declared exhausted once the spend plus a stop lead (the mean epoch so far, at
+        # most the longest one reported, plus the 1 s check period) reached the limit; the
+        # reason's figure is rounded to the cent.
+        declared = float(re.match(r"budget exhausted: \$([\d.]+) of", ledger["exhausted"])[1])
+        longest = max(
+            json.loads(line)["time_this_iter_s"]
+            for path in run_dir.glob("trial_*/result.json")
+            for line in path.read_text().splitlines()
+        )
+        assert declared + RATE * (longest + 1.0) / 3600 >= BUDGET - 0.005, (declared, longest)
+        assert declared <= spent + 0.005
     else:
         # Held back: the running trials' expected cost plus a new trial's would have
         # passed the limit, so none started and the campaign ended under it.
         assert 0 < spent <= BUDGET, spent
-    assert ledger["nodes"][0]["rate_source"] == "pricing.node_usd_per_hour"
 
     study = optuna.load_study(study_name=spec.name, storage=rundir.study_url(run_dir))
     assert TrialState.RUNNING not in {t.state for t in study.trials}
@@ -89,7 +119,16 @@ def test_budget_exhausted_ends_cleanly_and_survives_resume(tmp_path: Path) -> No
     assert again.summary["trials_run"] == summary["trials_run"]
     resumed = json.loads((run_dir / "ledger.json").read_text())
     assert len(resumed["sessions"]) == 2
-    assert resumed["totals"]["usd"] >= spent
+    (_, (start2, end2)) = resumed["sessions"]
+    first, second = resumed["nodes"]  # the resume started a Ray node of its own
+    assert first["node_id"] == node["node_id"] and second["node_id"] != node["node_id"]
+    # The first node is billed up to its last observation in the first session (it was
+    # gone when the resume looked), the second for the resume's session, as above.
+    assert first["end"] == node["last_seen"]
+    first_usd = RATE * (node["last_seen"] - node["start"]) / 3600
+    assert resumed["totals"]["usd"] == pytest.approx(
+        first_usd + RATE * (end2 - start2) / 3600, abs=RATE * POLL_S / 3600
+    )
 
 
 def test_request_no_node_fits_is_refused_before_anything_is_written(tmp_path: Path) -> None:
