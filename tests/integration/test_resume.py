@@ -195,13 +195,18 @@ def _snapshot_names(run_dir: Path) -> set[str]:
     return {p.name for p in run_dir.glob("experiment_state-*.json")}
 
 
-def test_repeated_kills_at_random_moments(tmp_path: Path) -> None:
+# The kill moments are drawn from this seed, which is in the test's id
+# (test_repeated_kills_at_random_moments[kill_seed=N]); TUNER_KILL_SEED=N replays another.
+KILL_SEED = int(os.environ.get("TUNER_KILL_SEED", "27"))
+
+
+@pytest.mark.parametrize("seed", [KILL_SEED], ids=lambda seed: f"kill_seed={seed}")
+def test_repeated_kills_at_random_moments(tmp_path: Path, seed: int) -> None:
     """The driver is SIGKILLed at KILLS random moments, each after Tune wrote a snapshot in
     that session, and resumed each time; then a last resume finishes the campaign."""
     kills = 5
-    seed = int(os.environ.get("TUNER_KILL_SEED", time.time_ns() % 100_000))
-    print(f"kill moments drawn with TUNER_KILL_SEED={seed}")
     rng = random.Random(seed)
+    print(f"kill moments drawn with TUNER_KILL_SEED={seed}")
     data = tiny_digits_campaign(name="kills", budget={"trials": 32, "max_epochs": 4})
     campaign = tmp_path / "kills.yaml"
     campaign.write_text(yaml.safe_dump(data))
