@@ -37,7 +37,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import optuna
 import pytest
+from optuna.trial import TrialState
 
 import tuner
 from tuner import rundir
@@ -74,24 +76,34 @@ def test_predicted_work_and_time_match_a_real_campaign(tmp_path: Path) -> None:
     profile = tuner.profile(spec, trials=16, epochs=12, num_cpus=2)
 
     run_dir = tmp_path / "runs" / spec.name
-    result = run_campaign(spec, run_dir, options, profile=profile)
+    run_campaign(spec, run_dir, options, profile=profile)
 
-    summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
-    cost = summary["cost"]
-    predicted, actual, error = cost["predicted"], cost["actual"], cost["error"]
-    assert actual["trial_epochs"] == summary["epochs_consumed"] == result.summary["epochs_consumed"]
-    assert summary["trials_finished"] == 64
+    # The prediction as written before the first trial ran.
+    predicted = json.loads((run_dir / "prediction.json").read_text())
+    # What the run consumed, counted here from its own records: the study's epochs per
+    # trial, and Ray's time_total_s at each trial's last result.
+    study = optuna.load_study(study_name=spec.name, storage=rundir.study_url(run_dir))
+    assert len(study.trials) == 64
+    assert {t.state for t in study.trials} <= {TrialState.COMPLETE, TrialState.PRUNED}
+    epochs = sum(len(t.intermediate_values) for t in study.trials)
+    seconds = 0.0
+    for trial in study.trials:
+        rows = run_dir / f"trial_{trial.user_attrs['tune_trial_id']}" / "result.json"
+        last = json.loads(rows.read_text().splitlines()[-1])
+        assert last["epoch"] == max(trial.intermediate_values)
+        seconds += last["time_total_s"]
+    epochs_error = predicted["trial_epochs"] / epochs - 1.0
+    seconds_error = predicted["trial_s"] / seconds - 1.0
     print(
         f"\ntrial-epochs: predicted {predicted['trial_epochs']:.1f} "
-        f"+- {predicted['trial_epochs_sd']:.1f}, consumed {actual['trial_epochs']} "
-        f"({error['trial_epochs']:+.1%}); trial-seconds: predicted {predicted['trial_s']:.1f}, "
-        f"consumed {actual['trial_s']:.1f} ({error['trial_s']:+.1%}); epoch "
-        f"{predicted['epoch_s']:.4f} s profiled, {actual['epoch_s']:.4f} s in the campaign"
+        f"+- {predicted['trial_epochs_sd']:.1f}, consumed {epochs} ({epochs_error:+.1%}); "
+        f"trial-seconds: predicted {predicted['trial_s']:.1f}, consumed {seconds:.1f} "
+        f"({seconds_error:+.1%}); epoch {predicted['epoch_s']:.4f} s profiled"
     )
-    assert abs(error["trial_epochs"]) <= 0.10
+    assert abs(epochs_error) <= 0.10
     # The 10 % target for trial-seconds is measured by bench/predict_work.py over several
     # rounds: one round carries the machine's drift between profile and campaign (epochs
     # 0.83-1.24x as long in the campaign as in its profile, over 11 rounds here). This
     # bound catches a broken time model (epochs, start-up or cold starts left out or
     # counted twice), not the drift.
-    assert abs(error["trial_s"]) <= 0.35
+    assert abs(seconds_error) <= 0.35
