@@ -163,4 +163,4 @@ def test_failure_limit_stops_the_campaign(tmp_path: Path, local_ray: None) -> No
         printed
     )
     assert "status: stopped: failure limit reached" in printed
-    assert campaign_exit_code(summary) == 1  # `tuner run` exits 1
+    assert campaign_exit_code(summary) == 3  # `tuner run` exits 3: stopped, resumable

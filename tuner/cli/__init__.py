@@ -47,6 +47,12 @@ examples:
   tuner profile search_spaces/default.yaml     measure the trainable here (JSON profile)
   tuner recommend --budget 50 --deadline 2h   rank GPU instance types for the default campaign
   tuner predict --from A100-SXM4-40GB --to H100-SXM5 --precision amp --samples-per-s 1200
+
+exit status:
+  0  done: the campaign finished, or its own budget, deadline or time limit ended it
+  3  stopped before that by the failure limit: results valid, `tuner resume` continues
+  2  bad input (campaign file, flags, run folder): nothing was started or written
+  1  a crash (a bug: please report it with the traceback)
 """
 
 
@@ -58,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"tuner {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_run_command(sub)
     add_resume_command(sub)
@@ -67,6 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_recommend_command(sub)
     add_predict_command(sub)
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version (``unknown`` when run from a bare checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tuner")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -29,10 +29,11 @@ __all__ = [
     "run_from_args",
 ]
 
-EXIT_FAILURE_LIMIT = 1
-"""Exit status of ``tuner run``/``resume`` when more trials failed than
-``failure.max_failed_trials`` allows (2 is bad input, 130 an interrupt). A campaign the
-budget or its time limit ended exits 0: those stops are what the campaign asked for."""
+EXIT_FAILURE_LIMIT = 3
+"""Exit status of ``tuner run``/``resume`` when the campaign stopped before it finished
+because more trials failed than ``failure.max_failed_trials`` allows: its results are
+valid and it can be resumed (0: finished, including a stop by its own budget, deadline or
+time limit, which is what it asked for; 2: bad input; 1: a crash; 130: an interrupt)."""
 
 
 def add_run_command(subparsers: Any) -> None:

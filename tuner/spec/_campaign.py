@@ -248,7 +248,7 @@ class FailurePolicy:
             trial that ran out of GPU memory is never retried: it would again).
         max_failed_trials: Failed trials the campaign tolerates; once more have failed no
             new trial starts and the campaign ends with status ``stopped: failure limit
-            reached`` (``tuner run`` exits 1). None (the default): no limit.
+            reached`` (``tuner run`` exits 3). None (the default): no limit.
     """
 
     max_retries: int = 2
