@@ -77,5 +77,23 @@ def test_every_view_names_the_same_best_trial(
         "report.json": report["best"]["trial"],
         "open_run": open_run(run_dir).best.trial_id,  # type: ignore[union-attr]
     }
+    # tuner list / tuner status read the status.json the driver wrote at the end.
+    listed = run_cli(["list", "--runs-dir", str(runs), "--json"], cwd=ROOT, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    [status] = json.loads(listed.stdout)
+    assert (status["id"], status["state"], status["status"]) == ("peaking", "FINISHED", "completed")
+    assert status["trials"] == {
+        "total": 4,
+        "done": 4,
+        "running": 0,
+        "pending": 0,
+        "stopped_early": 0,
+        "failed": 0,
+    }
+    named["tuner list --json"] = status["best"]["trial"]
+    one = run_cli(["status", "peaking", "--runs-dir", str(runs)], cwd=ROOT, timeout=60)
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.startswith("peaking (peaking): FINISHED, completed\ntrials: 4/4 done")
+    assert f"(trial {last})" in one.stdout
     assert set(named.values()) == {last}, named
     assert float(live[-1][0]) == pytest.approx(by_tune_id[last].value, abs=1e-4)

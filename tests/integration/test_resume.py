@@ -27,6 +27,7 @@ from optuna.trial import TrialState
 from tests.conftest import kill_session, run_cli, tiny_digits_campaign
 from tuner import rundir
 from tuner._ray.snapshot import current_slot
+from tuner.status import read_status
 from tuner.summary import load_rows, standings
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -105,12 +106,16 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "campaign made no progress"
             time.sleep(0.2)
         time.sleep(1.5)  # let a snapshot of the Tune experiment land mid-campaign
+        running = read_status(run_dir)
+        assert running is not None and running["state"] == "RUNNING", running
     finally:
         kill_session(driver.pid)  # the driver and everything it started
         driver.wait(timeout=30)
         killed_at = time.time()
         log.close()
     assert driver.returncode == -signal.SIGKILL
+    died = read_status(run_dir)  # `tuner list` shows the killed driver as such
+    assert died is not None and died["state"] == "DIED", died
 
     before = json.loads((run_dir / rundir.SCHEDULER_STATE_FILE).read_text())
     finished_before = set(before["finished"])

@@ -15,8 +15,9 @@ again around a new Campaign (:func:`tuner._ray.build.restore_tuner`).
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -48,6 +49,7 @@ class Campaign:
         watch: The failure watch.
         waiting: Tune ids of the trials paused at an ASHA rung until it has peers (the
             scheduler sets it; the searcher counts them out of the live trials).
+        started_unix_s: When this driver started it (for ``status.json``).
         earlier: A resumed campaign's trials that the study had finished before this
             driver started (the live line starts from them); None for a new campaign.
     """
@@ -61,6 +63,7 @@ class Campaign:
     watch: FailureWatch | None = None
     waiting: frozenset[str] = frozenset()
     earlier: Standings | None = None
+    started_unix_s: float = field(default_factory=time.time)
 
     @property
     def out(self) -> TextIO:

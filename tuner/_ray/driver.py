@@ -70,6 +70,7 @@ from tuner.finish import (
 from tuner.rundir import is_uri, upload
 from tuner.spec import CampaignSpec, Mode, load_campaign
 from tuner.standings import Standings
+from tuner.status import State, ended_document, status_document, write_status
 from tuner.study import checkpoint_study, open_study
 from tuner.summary import format_failures, format_table, load_rows, standings
 
@@ -259,6 +260,36 @@ def resume_campaign(
     return result
 
 
+def _starting(campaign: Campaign) -> dict[str, Any]:
+    """status.json before the first trial reports (the live line then takes over)."""
+    earlier = campaign.earlier
+    spec = campaign.spec
+    best = None
+    if earlier is not None and earlier.best_value is not None:
+        best = {
+            "metric": spec.metric,
+            "mode": spec.mode.value,
+            "value": earlier.best_value,
+            "trial": earlier.best_trial,
+        }
+    done = earlier.count_not_in(set()) if earlier is not None else 0
+    return status_document(
+        run_dir=campaign.run_dir,
+        name=spec.name,
+        state=State.RUNNING,
+        status="running",
+        trials={
+            "total": spec.budget.trials,
+            "done": done,
+            "stopped_early": earlier.stopped_early if earlier is not None else 0,
+            "failed": campaign.watch.count if campaign.watch is not None else 0,
+        },
+        best=best,
+        spend=campaign.guard.live() if campaign.guard is not None else None,
+        started_unix_s=campaign.started_unix_s,
+    )
+
+
 def _finished_before(run_dir: Path, spec: CampaignSpec) -> Standings | None:
     """The trials the study finished before a crash: the resumed live line starts there."""
     try:
@@ -281,6 +312,7 @@ def _fit_and_summarize(
     spec, run_dir, stream = campaign.spec, campaign.run_dir, campaign.stream
     guard, watch = campaign.guard, campaign.watch
     start = time.monotonic()
+    write_status(run_dir, _starting(campaign))
     campaign.start()
     try:
         with capacity_requested(spec, cluster, guard.slots if guard else 1):
@@ -301,6 +333,12 @@ def _fit_and_summarize(
         cost=cost,
         budget=budget,
         failure_limit=watch.summary() if watch is not None else None,
+    )
+    write_status(
+        run_dir,
+        ended_document(
+            run_dir, summary, started_unix_s=campaign.started_unix_s, ended_unix_s=time.time()
+        ),
     )
     out = stream or sys.stdout
     print(f"\n{format_table(summary)}\n", file=out)

@@ -17,6 +17,7 @@ from ray.tune.experiment import Trial
 
 from tuner.outcome import Outcome, decide_outcome
 from tuner.standings import Standings
+from tuner.status import PUBLISH_EVERY_S, State, status_document, write_status
 
 if TYPE_CHECKING:
     from tuner._ray.campaign import Campaign
@@ -114,6 +115,7 @@ class ProgressCallback(Callback):
         self._standings = standings or Standings(maximize=maximize)
         self._caught_up = False  # trials restored already finished are counted once
         self._untracked = 0  # finished in the study, unknown to Tune's restored snapshot
+        self._published = 0.0  # when status.json was last written (monotonic)
         # The campaign's failure watch (failed trials as Optuna was told) and budget guard
         # (spend against the budget).
         self._campaign = campaign
@@ -171,6 +173,42 @@ class ProgressCallback(Callback):
     ) -> None:
         self._emit(trials, force=True)
 
+    def _publish(
+        self, campaign: Campaign, counts: dict[str, int], money: dict[str, Any] | None
+    ) -> None:
+        """Writes the running campaign's status.json (what ``tuner list`` reads)."""
+        watch = campaign.watch
+        standings = self._standings
+        done = counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0) + self._untracked
+        best = None
+        if standings.best_value is not None:
+            best = {
+                "metric": self._metric,
+                "mode": "max" if self._maximize else "min",
+                "value": standings.best_value,
+                "trial": standings.best_trial,
+            }
+        write_status(
+            campaign.run_dir,
+            status_document(
+                run_dir=campaign.run_dir,
+                name=campaign.spec.name,
+                state=State.RUNNING,
+                status="running",
+                trials={
+                    "total": self._total,
+                    "done": done,
+                    "running": counts.get(Trial.RUNNING, 0) + counts.get(Trial.PAUSED, 0),
+                    "pending": counts.get(Trial.PENDING, 0),
+                    "stopped_early": standings.stopped_early,
+                    "failed": watch.count if watch is not None else counts.get(Trial.ERROR, 0),
+                },
+                best=best,
+                spend=money,
+                started_unix_s=campaign.started_unix_s,
+            ),
+        )
+
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
         self._emit(trials, force=True)
         if self._out.isatty():
@@ -216,6 +254,9 @@ class ProgressCallback(Callback):
         )
         guard = campaign.guard if campaign is not None else None
         money = guard.live() if guard is not None else None
+        if campaign is not None and (force or now - self._published >= PUBLISH_EVERY_S):
+            self._published = now
+            self._publish(campaign, counts, money)
         if tty:
             done = counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0) + self._untracked
             lines = format_block(line, done=done, total=self._total, money=money)

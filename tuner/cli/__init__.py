@@ -23,6 +23,7 @@ from tuner.cli.run import (
     campaign_exit_code,
     run_from_args,
 )
+from tuner.cli.service import add_list_command, add_status_command
 from tuner.cli.show import add_report_command, add_show_command
 from tuner.errors import closest
 
@@ -44,6 +45,8 @@ examples:
   tuner run my_campaign.yaml --address auto   join a running Ray cluster
   tuner resume runs/digits-cnn                continue a killed campaign
   tuner show runs/digits-cnn                  top trials of a run
+  tuner list                                  the campaigns under runs/, running or not
+  tuner status digits-cnn                     one campaign: state, trials, best, spend
   tuner profile search_spaces/default.yaml     measure the trainable here (JSON profile)
   tuner recommend --budget 50 --deadline 2h   rank GPU instance types for the default campaign
   tuner predict --from A100-SXM4-40GB --to H100-SXM5 --precision amp --samples-per-s 1200
@@ -69,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_command(sub)
     add_resume_command(sub)
     add_show_command(sub)
+    add_list_command(sub)
+    add_status_command(sub)
     add_report_command(sub)
     add_profile_command(sub)
     add_recommend_command(sub)
