@@ -49,6 +49,12 @@ def add_run_command(subparsers: Any) -> None:
     )
     add_run_arguments(run)
     add_ray_arguments(run)
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate the campaign and print its plan (trials, rungs, trials at once, "
+        "predicted trial-epochs, with --profile hours and dollars); start and write nothing",
+    )
     run.set_defaults(handler=_cmd_run)
 
 
@@ -90,6 +96,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from tuner.rundir import check_storage_uri
 
         check_storage_uri(storage)  # here, to name the flag
+    if args.dry_run:
+        return _dry_run(args, spec, time_limit, deadline)
     result = tuner.run(
         spec,
         trials=args.trials,
@@ -114,6 +122,40 @@ def campaign_exit_code(summary: Mapping[str, Any]) -> int:
     from tuner.finish import Status
 
     return EXIT_FAILURE_LIMIT if summary.get("status") == Status.FAILURE_LIMIT else 0
+
+
+def _dry_run(
+    args: argparse.Namespace, spec: Any, time_limit: float | None, deadline: float | None
+) -> int:
+    """``tuner run --dry-run``: the plan of the campaign as it would run; nothing more."""
+    import os
+
+    from tuner._api import _profile_of
+    from tuner._plan import format_plan, make_plan
+
+    spec = spec.with_overrides(
+        usd=args.budget_usd,
+        gpu_hours=args.budget_gpu_hours,
+        deadline_s=deadline,
+        trials=args.trials,
+        max_epochs=args.max_epochs,
+        time_limit_s=time_limit,
+        seed=args.seed,
+        name=args.name,
+    )
+    plan = make_plan(
+        spec,
+        runs_dir=Path(args.storage_path or args.runs_dir)
+        if not (args.storage_path and "://" in args.storage_path)
+        else Path(args.runs_dir),
+        profile=_profile_of(args.profile, spec, consequence=": predicted times will be off"),
+        usd_per_gpu_hour=args.usd_per_gpu_hour,
+        address=args.address or os.environ.get("RAY_ADDRESS") or None,
+        num_cpus=args.num_cpus,
+        num_gpus=args.num_gpus,
+    )
+    print(format_plan(plan))
+    return 0
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
