@@ -22,6 +22,7 @@ __all__ = [
     "FileError",
     "RunFolderError",
     "SpecError",
+    "SpecErrors",
     "TunerError",
     "TunerWarning",
     "closest",
@@ -29,6 +30,8 @@ __all__ = [
 
 # Marks "no value given" for TunerError.got, because None is a legitimate (bad) value.
 _NOT_GIVEN: Any = object()
+# Errors of one input that a SpecErrors message lists; the rest are counted.
+MAX_SHOWN = 20
 
 
 class TunerError(Exception):
@@ -119,7 +122,7 @@ class SpecError(TunerError, ValueError):
     """A campaign file, campaign mapping, catalog, profile or CLI flag breaks its schema.
 
     ``source`` and ``path`` are always given: the file (or ``"<cli>"``, ``"<dict>"``) and
-    the key path in it.
+    the key path in it. ``errors`` lists every error found (see :class:`SpecErrors`).
     """
 
     source: str
@@ -145,6 +148,49 @@ class SpecError(TunerError, ValueError):
             suggestion=suggestion,
             fix=fix,
         )
+
+    @property
+    def errors(self) -> tuple[SpecError, ...]:
+        """Every error of the input: this one alone (:class:`SpecErrors` holds several)."""
+        return (self,)
+
+    @staticmethod
+    def combine(errors: Sequence[SpecError]) -> SpecError:
+        """The one error itself, or a :class:`SpecErrors` of several."""
+        if len(errors) == 1:
+            return errors[0]
+        return SpecErrors(errors)
+
+
+class SpecErrors(SpecError):
+    """Several errors of one input, found in one pass.
+
+    Its attributes are the first error's; ``errors`` holds them all, and ``str()`` gives
+    one message per error (the first :data:`MAX_SHOWN`, then how many more there are).
+    """
+
+    def __init__(self, errors: Sequence[SpecError]) -> None:
+        if len(errors) < 2:
+            raise ValueError(f"`len(errors) >= 2` must hold, but got {len(errors)=}.")
+        self._errors = tuple(e for error in errors for e in error.errors)
+        first = self._errors[0]
+        details = {k: v for k, v in first._fields().items() if k not in ("source", "path")}
+        super().__init__(first.source, first.path, first.problem, **details)
+
+    @property
+    def errors(self) -> tuple[SpecError, ...]:
+        """Every error, in the order found."""
+        return self._errors
+
+    def _render(self) -> str:
+        shown = [error._render() for error in self._errors[:MAX_SHOWN]]
+        more = len(self._errors) - MAX_SHOWN
+        if more > 0:
+            shown.append(f"{self.source}: ... and {more} more errors ({len(self._errors)} in all)")
+        return "\n".join(shown)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (SpecErrors, (self._errors,))
 
 
 class FileError(TunerError):

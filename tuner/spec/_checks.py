@@ -2,14 +2,21 @@
 
 Each check returns the value converted to its Python type or raises SpecError naming the
 source, the key path, the rule and the value. Booleans are never numbers here.
+
+A parser groups checks that do not depend on each other (:meth:`Checker.group`) inside one
+boundary (:meth:`Checker.collecting`), so that a collecting checker can go on after a
+failed check and report every error of a file at the boundary; a check that needs a value
+whose own check failed is skipped rather than reported again.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from enum import Enum
+from types import TracebackType
 from typing import Any, NoReturn, TypeVar
 
 from tuner.contract import RESERVED_PREFIX
@@ -17,7 +24,7 @@ from tuner.errors import SpecError, closest
 
 E = TypeVar("E", bound=Enum)
 
-__all__ = ["RESERVED_PREFIX", "Checker", "join"]
+__all__ = ["RESERVED_PREFIX", "Checker", "Group", "Skipped", "join"]
 
 
 def join(path: str, key: object) -> str:
@@ -25,15 +32,53 @@ def join(path: str, key: object) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-class Checker:
-    """Validators bound to one ``source`` (a file path, ``"<cli>"`` or ``"<dict>"``)."""
+class Skipped(Exception):
+    """A group of checks stops: a value it needs failed its own check (already recorded)."""
 
-    def __init__(self, source: str) -> None:
+
+class Checker:
+    """Validators bound to one ``source`` (a file path, ``"<cli>"`` or ``"<dict>"``).
+
+    With ``collect`` a failed check inside a :meth:`group` block is recorded in ``errors``
+    and checking goes on; the outermost :meth:`collecting` block raises them all at its
+    end. Without it the first failed check raises at once.
+    """
+
+    def __init__(self, source: str, *, collect: bool = False) -> None:
         self.source = source
+        self.collect = collect
+        self.errors: list[SpecError] = []
+        self._depth = 0
 
     def fail(self, path: str, problem: str, **details: Any) -> NoReturn:
         """Raise a SpecError at ``path``; ``details`` are SpecError keyword fields."""
         raise SpecError(self.source, path, problem, **details)
+
+    @contextmanager
+    def collecting(self) -> Iterator[None]:
+        """The boundary of a validation: the outermost block raises what was recorded.
+
+        Nested blocks (a parser called by another) pass everything through.
+        """
+        self._depth += 1
+        try:
+            yield
+        except SpecError as err:
+            if not self.collect or self._depth > 1:
+                raise
+            self.errors.extend(err.errors)
+        except Skipped:  # after a recorded error; without one it is a bug
+            if self._depth > 1 or not self.errors:
+                raise
+        finally:
+            self._depth -= 1
+        if self._depth == 0 and self.errors:
+            errors, self.errors = self.errors, []
+            raise SpecError.combine(errors)
+
+    def group(self) -> Group:
+        """A group of checks that do not depend on each other (see :class:`Group`)."""
+        return Group(self)
 
     def mapping(self, value: Any, path: str, *, fix: str | None = None) -> Mapping[str, Any]:
         """A mapping whose keys are all strings."""
@@ -53,17 +98,26 @@ class Checker:
     ) -> None:
         """Reject unknown keys (suggesting the closest) and report missing required ones."""
         allowed = list(allowed)
+        each = self.group()
         for key in data:
             if key not in allowed:
-                self.fail(
-                    join(path, key),
-                    "unknown key",
-                    allowed=allowed,
-                    suggestion=closest(key, allowed),
-                )
+                with each:
+                    self.fail(
+                        join(path, key),
+                        "unknown key",
+                        allowed=allowed,
+                        suggestion=closest(key, allowed),
+                    )
         for key in required:
             if key not in data:
-                self.fail(join(path, key), "required key is missing")
+                with each:
+                    self.fail(join(path, key), "required key is missing")
+
+    def required(self, data: Mapping[str, Any], key: str) -> Any:
+        """``data[key]``; :class:`Skipped` when it is missing (:meth:`keys` reported it)."""
+        if key not in data:
+            raise Skipped
+        return data[key]
 
     def integer(self, value: Any, path: str, *, ge: int | None = None) -> int:
         """An int (not a bool, not a float such as ``3.0``), optionally ``>= ge``."""
@@ -123,6 +177,41 @@ class Checker:
             suggestion=closest(value, names) if isinstance(value, str) else None,
             fix=fix,
         )
+
+
+class Group:
+    """Checks that do not depend on each other, each in its own ``with group:`` block.
+
+    A block that fails is recorded by the checker (or raises, when it does not collect)
+    and the next block runs; :meth:`close` then skips whatever needed the group's values.
+    """
+
+    def __init__(self, checker: Checker) -> None:
+        self.checker = checker
+        self.failed = False
+
+    def __enter__(self) -> Group:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        err: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        if isinstance(err, SpecError):
+            if not self.checker.collect:
+                return False
+            self.checker.errors.extend(err.errors)
+        elif not isinstance(err, Skipped):
+            return False
+        self.failed = True
+        return True
+
+    def close(self) -> None:
+        """Raises :class:`Skipped` when a block failed: what follows needs every value."""
+        if self.failed:
+            raise Skipped
 
 
 # YAML 1.1 (PyYAML) reads 1e-3 as a string: its floats need a '.' before the exponent.

@@ -71,17 +71,70 @@ def parse_campaign(
         SpecError: The first rule ``data`` violates, naming the key path.
     """
     ck = Checker(source)
+    with ck.collecting():
+        spec = _parse(ck, data)
+    if check_trainable:
+        # Last, because importing a trainable can take seconds (torch).
+        resolve_trainable(spec.trainable, source=source, path="trainable")
+    return spec
+
+
+def _parse(ck: Checker, data: Any) -> CampaignSpec:
+    """The spec; every section is checked even after one fails (see :class:`Checker`)."""
     data = ck.mapping(
         data, "", fix="a campaign file is a mapping with keys " + ", ".join(_REQUIRED)
     )
     ck.keys(data, "", _TOP_KEYS, _REQUIRED)
-    name = check_campaign_name(ck, data["name"], "name")
-    description = data.get("description")
-    description = (
-        "" if description is None else ck.string(description, "description", nonempty=False)
-    )
-    trainable = check_trainable_ref(data["trainable"], source=source, path="trainable")
-    metric = ck.string(data["metric"], "metric")
+    parts: dict[str, Any] = {}
+    each = ck.group()
+    with each:
+        parts["name"] = check_campaign_name(ck, ck.required(data, "name"), "name")
+    with each:
+        description = data.get("description")
+        parts["description"] = (
+            "" if description is None else ck.string(description, "description", nonempty=False)
+        )
+    with each:
+        parts["trainable"] = check_trainable_ref(
+            ck.required(data, "trainable"), source=ck.source, path="trainable"
+        )
+    with each:
+        parts["metric"] = _parse_metric(ck, ck.required(data, "metric"))
+    with each:
+        metric = parts.get("metric", "the metric")
+        parts["mode"] = ck.enum(
+            ck.required(data, "mode"),
+            "mode",
+            Mode,
+            "mode",
+            fix=f"min to minimize {metric}, max to maximize it",
+        )
+    with each:
+        parts["space"] = parse_space(ck, ck.required(data, "space"))
+    with each:
+        parts["budget"] = _parse_budget(ck, ck.required(data, "budget"))
+    with each:
+        parts["scheduler"] = _parse_scheduler(ck, data.get("scheduler"), parts.get("budget"))
+    with each:
+        parts["sampler"] = _parse_sampler(ck, data.get("sampler"), parts.get("space"))
+    with each:
+        parts["resources"] = _parse_resources(ck, data.get("resources"))
+    with each:
+        parts["checkpoint"] = _parse_checkpoint(ck, data.get("checkpoint"))
+    with each:
+        parts["failure"] = _parse_failure(ck, data.get("failure"))
+    with each:
+        parts["pricing"] = _parse_pricing(ck, data.get("pricing"))
+    with each:
+        space = data.get("space")
+        names = list(space) if isinstance(space, Mapping) else []
+        parts["fixed"] = _parse_fixed(ck, data.get("fixed"), names)
+    each.close()
+    return CampaignSpec(**parts, source=ck.source)
+
+
+def _parse_metric(ck: Checker, value: Any) -> str:
+    metric = ck.string(value, "metric")
     if metric.startswith(RESERVED_PREFIX):
         ck.fail(
             "metric",
@@ -90,32 +143,7 @@ def parse_campaign(
             fix=f"optimize a metric your trainable reports; {RESERVED_PREFIX!r} metrics are the "
             "service's",
         )
-    mode = ck.enum(
-        data["mode"], "mode", Mode, "mode", fix=f"min to minimize {metric}, max to maximize it"
-    )
-    space = parse_space(ck, data["space"])
-    budget = _parse_budget(ck, data["budget"])
-    spec = CampaignSpec(
-        name=name,
-        trainable=trainable,
-        metric=metric,
-        mode=mode,
-        space=space,
-        budget=budget,
-        scheduler=_parse_scheduler(ck, data.get("scheduler"), budget),
-        sampler=_parse_sampler(ck, data.get("sampler"), space),
-        resources=_parse_resources(ck, data.get("resources")),
-        checkpoint=_parse_checkpoint(ck, data.get("checkpoint")),
-        failure=_parse_failure(ck, data.get("failure")),
-        pricing=_parse_pricing(ck, data.get("pricing")),
-        fixed=_parse_fixed(ck, data.get("fixed"), space),
-        description=description,
-        source=source,
-    )
-    if check_trainable:
-        # Last, because importing a trainable can take seconds (torch).
-        resolve_trainable(trainable, source=source, path="trainable")
-    return spec
+    return metric
 
 
 def _section(
@@ -143,153 +171,197 @@ def _parse_budget(ck: Checker, value: Any) -> Budget:
         raw = section.get(key)
         return None if raw is None else ck.number(raw, f"budget.{key}", gt=0)
 
+    each = ck.group()
+    with each:
+        trials = ck.integer(ck.required(section, "trials"), "budget.trials", ge=1)
+    with each:
+        max_epochs = ck.integer(ck.required(section, "max_epochs"), "budget.max_epochs", ge=1)
+    with each:
+        time_limit_s = duration("time_limit")
+    with each:
+        usd = positive("usd")
+    with each:
+        gpu_hours = positive("gpu_hours")
+    with each:
+        deadline_s = duration("deadline")
+    each.close()
     return Budget(
-        trials=ck.integer(section["trials"], "budget.trials", ge=1),
-        max_epochs=ck.integer(section["max_epochs"], "budget.max_epochs", ge=1),
-        time_limit_s=duration("time_limit"),
-        usd=positive("usd"),
-        gpu_hours=positive("gpu_hours"),
-        deadline_s=duration("deadline"),
+        trials=trials,
+        max_epochs=max_epochs,
+        time_limit_s=time_limit_s,
+        usd=usd,
+        gpu_hours=gpu_hours,
+        deadline_s=deadline_s,
     )
 
 
 def _parse_pricing(ck: Checker, value: Any) -> Pricing:
     section = _section(ck, value, "pricing", ("node_usd_per_hour", "catalog", "spot"))
-    catalog = section.get("catalog")
-    return Pricing(
-        node_usd_per_hour=ck.number(
-            section.get("node_usd_per_hour", 0), "pricing.node_usd_per_hour", ge=0
-        ),
-        catalog=None if catalog is None else ck.string(catalog, "pricing.catalog"),
-        spot=ck.boolean(section.get("spot", False), "pricing.spot"),
-    )
+    each = ck.group()
+    with each:
+        rate = ck.number(section.get("node_usd_per_hour", 0), "pricing.node_usd_per_hour", ge=0)
+    with each:
+        catalog = section.get("catalog")
+        catalog = None if catalog is None else ck.string(catalog, "pricing.catalog")
+    with each:
+        spot = ck.boolean(section.get("spot", False), "pricing.spot")
+    each.close()
+    return Pricing(node_usd_per_hour=rate, catalog=catalog, spot=spot)
 
 
-def _parse_scheduler(ck: Checker, value: Any, budget: Budget) -> SchedulerSpec:
+def _parse_scheduler(ck: Checker, value: Any, budget: Budget | None) -> SchedulerSpec:
+    """The scheduler; ``budget`` None (it failed its own checks) skips the checks against it."""
     path = "scheduler"
     section = _section(ck, value, path, ("type", "grace_period", "reduction_factor", "min_peers"))
     kind = ck.enum(section.get("type", "asha"), "scheduler.type", SchedulerType, "scheduler")
     if kind is SchedulerType.FIFO:
+        each = ck.group()
         for key in section:
             if key != "type":
-                ck.fail(
-                    join(path, key),
-                    "applies only to scheduler type asha",
-                    got=section[key],
-                    fix="remove it, or use scheduler type asha",
-                )
+                with each:
+                    ck.fail(
+                        join(path, key),
+                        "applies only to scheduler type asha",
+                        got=section[key],
+                        fix="remove it, or use scheduler type asha",
+                    )
+        each.close()
         return SchedulerSpec(type=kind)
-    grace = ck.integer(section.get("grace_period", 1), "scheduler.grace_period", ge=1)
-    if grace > budget.max_epochs:
-        ck.fail(
-            "scheduler.grace_period",
-            f"must be <= budget.max_epochs={budget.max_epochs}",
-            got=grace,
-            fix="ASHA first compares trials after grace_period epochs: "
-            "lower it or raise budget.max_epochs",
-        )
-    factor = ck.number(section.get("reduction_factor", 3), "scheduler.reduction_factor", gt=1)
-    peers = ck.integer(
-        section.get("min_peers", default_min_peers(factor)), "scheduler.min_peers", ge=0
-    )
+    each = ck.group()
+    with each:
+        grace = ck.integer(section.get("grace_period", 1), "scheduler.grace_period", ge=1)
+        if budget is not None and grace > budget.max_epochs:
+            ck.fail(
+                "scheduler.grace_period",
+                f"must be <= budget.max_epochs={budget.max_epochs}",
+                got=grace,
+                fix="ASHA first compares trials after grace_period epochs: "
+                "lower it or raise budget.max_epochs",
+            )
+    with each:
+        factor = ck.number(section.get("reduction_factor", 3), "scheduler.reduction_factor", gt=1)
+    with each:
+        peers = None
+        if "min_peers" in section:
+            peers = ck.integer(section["min_peers"], "scheduler.min_peers", ge=0)
+    each.close()
+    if peers is None:
+        peers = default_min_peers(factor)
     return SchedulerSpec(type=kind, grace_period=grace, reduction_factor=factor, min_peers=peers)
 
 
-def _parse_sampler(ck: Checker, value: Any, space: Space) -> SamplerSpec:
+def _parse_sampler(ck: Checker, value: Any, space: Space | None) -> SamplerSpec:
+    """The sampler; ``space`` None (it failed its own checks) skips the grid's check of it."""
     section = _section(ck, value, "sampler", ("type", "seed", "startup_trials"))
     kind = ck.enum(section.get("type", "tpe"), "sampler.type", SamplerType, "sampler")
-    seed = section.get("seed")
-    startup = section.get("startup_trials")
-    if startup is not None:
-        startup = ck.integer(startup, "sampler.startup_trials", ge=0)
-        if kind not in _STARTUP_SAMPLERS:
-            ck.fail(
-                "sampler.startup_trials",
-                f"does not apply to sampler {kind.value}",
-                got=startup,
-                allowed="with sampler " + ", ".join(s.value for s in _STARTUP_SAMPLERS),
-            )
-    if kind is SamplerType.GRID:
+    each = ck.group()
+    with each:
+        startup = section.get("startup_trials")
+        if startup is not None:
+            startup = ck.integer(startup, "sampler.startup_trials", ge=0)
+            if kind not in _STARTUP_SAMPLERS:
+                ck.fail(
+                    "sampler.startup_trials",
+                    f"does not apply to sampler {kind.value}",
+                    got=startup,
+                    allowed="with sampler " + ", ".join(s.value for s in _STARTUP_SAMPLERS),
+                )
+    if kind is SamplerType.GRID and space is not None:
         for param in space:
             if isinstance(param, FloatParam) and param.step is None:
-                ck.fail(
-                    join("space", param.name),
-                    "the grid sampler needs finitely many values, but this float has no step",
-                    fix="add a step to it, or use another sampler (tpe, random, qmc, ...)",
-                )
-    return SamplerSpec(
-        type=kind,
-        seed=None if seed is None else check_seed(ck, seed, "sampler.seed"),
-        startup_trials=startup,
-    )
+                with each:
+                    ck.fail(
+                        join("space", param.name),
+                        "the grid sampler needs finitely many values, but this float has no step",
+                        fix="add a step to it, or use another sampler (tpe, random, qmc, ...)",
+                    )
+    with each:
+        seed = section.get("seed")
+        seed = None if seed is None else check_seed(ck, seed, "sampler.seed")
+    each.close()
+    return SamplerSpec(type=kind, seed=seed, startup_trials=startup)
 
 
 def _parse_resources(ck: Checker, value: Any) -> Resources:
     allowed = ("cpu", "gpu", "max_concurrent", "workers", "pending_warning")
     section = _section(ck, value, "resources", allowed)
-    gpu = ck.number(section.get("gpu", 0), "resources.gpu", ge=0)
-    if gpu > 1 and not gpu.is_integer():
-        ck.fail(
-            "resources.gpu",
-            "must be a whole number above 1 (fractions share one GPU)",
-            got=section["gpu"],
-        )
-    concurrent = section.get("max_concurrent")
-    workers = ck.integer(section.get("workers", 1), "resources.workers", ge=1)
-    if workers > 1 and not gpu.is_integer():
-        ck.fail(
-            "resources.gpu",
-            "must be a whole number when resources.workers > 1 (each DDP worker owns its GPUs)",
-            got=section["gpu"],
-        )
-    return Resources(
-        workers=workers,
-        cpu=ck.number(section.get("cpu", 1), "resources.cpu", gt=0),
-        gpu=gpu,
-        max_concurrent=None
-        if concurrent is None
-        else ck.integer(concurrent, "resources.max_concurrent", ge=1),
-        pending_warning_s=parse_duration(
+    each = ck.group()
+    with each:
+        gpu = ck.number(section.get("gpu", 0), "resources.gpu", ge=0)
+        if gpu > 1 and not gpu.is_integer():
+            ck.fail(
+                "resources.gpu",
+                "must be a whole number above 1 (fractions share one GPU)",
+                got=section["gpu"],
+            )
+    with each:
+        workers = ck.integer(section.get("workers", 1), "resources.workers", ge=1)
+    with each:
+        if not each.failed and workers > 1 and not gpu.is_integer():
+            ck.fail(
+                "resources.gpu",
+                "must be a whole number when resources.workers > 1 (each DDP worker owns its GPUs)",
+                got=section["gpu"],
+            )
+    with each:
+        cpu = ck.number(section.get("cpu", 1), "resources.cpu", gt=0)
+    with each:
+        concurrent = section.get("max_concurrent")
+        if concurrent is not None:
+            concurrent = ck.integer(concurrent, "resources.max_concurrent", ge=1)
+    with each:
+        pending = parse_duration(
             section.get("pending_warning", 300), source=ck.source, path="resources.pending_warning"
-        ),
+        )
+    each.close()
+    return Resources(
+        workers=workers, cpu=cpu, gpu=gpu, max_concurrent=concurrent, pending_warning_s=pending
     )
 
 
 def _parse_checkpoint(ck: Checker, value: Any) -> CheckpointPolicy:
     section = _section(ck, value, "checkpoint", ("every", "keep"))
-    return CheckpointPolicy(
-        every=ck.integer(section.get("every", 1), "checkpoint.every", ge=1),
-        keep=ck.integer(section.get("keep", 2), "checkpoint.keep", ge=1),
-    )
+    each = ck.group()
+    with each:
+        every = ck.integer(section.get("every", 1), "checkpoint.every", ge=1)
+    with each:
+        keep = ck.integer(section.get("keep", 2), "checkpoint.keep", ge=1)
+    each.close()
+    return CheckpointPolicy(every=every, keep=keep)
 
 
 def _parse_failure(ck: Checker, value: Any) -> FailurePolicy:
     section = _section(ck, value, "failure", ("max_retries", "max_failed_trials"))
-    limit = section.get("max_failed_trials")
-    if limit is not None and (type(limit) is not int or limit < 0):
-        ck.fail(
-            "failure.max_failed_trials",
-            "must be an integer >= 0",
-            got=limit,
-            fix="the number of failed trials the campaign tolerates (0: it stops at the "
-            "first); leave it out for no limit",
-        )
-    return FailurePolicy(
-        max_retries=ck.integer(section.get("max_retries", 2), "failure.max_retries", ge=0),
-        max_failed_trials=limit,
-    )
+    each = ck.group()
+    with each:
+        limit = section.get("max_failed_trials")
+        if limit is not None and (type(limit) is not int or limit < 0):
+            ck.fail(
+                "failure.max_failed_trials",
+                "must be an integer >= 0",
+                got=limit,
+                fix="the number of failed trials the campaign tolerates (0: it stops at the "
+                "first); leave it out for no limit",
+            )
+    with each:
+        retries = ck.integer(section.get("max_retries", 2), "failure.max_retries", ge=0)
+    each.close()
+    return FailurePolicy(max_retries=retries, max_failed_trials=limit)
 
 
-def _parse_fixed(ck: Checker, value: Any, space: Space) -> FrozenDict:
+def _parse_fixed(ck: Checker, value: Any, space_names: list[str]) -> FrozenDict:
     section = ck.mapping({} if value is None else value, "fixed")
+    each = ck.group()
     for key, item in section.items():
         path = join("fixed", key)
-        check_key_name(ck, key, path, "fixed key")
-        if key in space:
-            ck.fail(
-                path,
-                "is also a parameter in space",
-                fix="keep it in one place: remove it from fixed, or from space",
-            )
-        check_plain(ck, item, path)
+        with each:
+            check_key_name(ck, key, path, "fixed key")
+            if key in space_names:
+                ck.fail(
+                    path,
+                    "is also a parameter in space",
+                    fix="keep it in one place: remove it from fixed, or from space",
+                )
+            check_plain(ck, item, path)
+    each.close()
     return FrozenDict({key: freeze(item) for key, item in section.items()})

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuner.errors import closest
-from tuner.spec._checks import RESERVED_PREFIX, Checker, join
+from tuner.spec._checks import RESERVED_PREFIX, Checker, Skipped, join
 from tuner.spec._frozen import freeze
 from tuner.spec._params import (
     CategoricalParam,
@@ -57,21 +57,42 @@ def check_key_name(ck: Checker, name: Any, path: str, what: str) -> str:
 
 
 def parse_space(ck: Checker, value: Any, path: str = "space") -> Space:
-    """Validate the ``space:`` mapping; returns parameters in topological order."""
+    """Validate the ``space:`` mapping; returns parameters in topological order.
+
+    Each parameter is checked even after another failed; a condition on a parameter that
+    failed its own checks is skipped.
+    """
+    with ck.collecting():
+        space = _parse_space(ck, value, path)
+    return space
+
+
+def _parse_space(ck: Checker, value: Any, path: str) -> Space:
     data = ck.mapping(value, path, fix=_PARAM_FIX)
     if not data:
         ck.fail(path, "must define at least one parameter", fix=_PARAM_FIX)
     params: dict[str, Param] = {}
     raw_when: dict[str, Any] = {}
+    each = ck.group()
     for name, spec in data.items():
         ppath = join(path, name)
-        check_key_name(ck, name, ppath, "parameter")
-        params[name] = _parse_param(ck, name, spec, ppath)
-        if spec.get("when") is not None:
-            raw_when[name] = spec["when"]
+        with each:
+            check_key_name(ck, name, ppath, "parameter")
+            params[name] = _parse_param(ck, name, spec, ppath)
+            if spec.get("when") is not None:
+                raw_when[name] = spec["when"]
     for name, when in raw_when.items():
-        conditions = _parse_when(ck, name, when, join(join(path, name), "when"), params)
-        params[name] = dataclasses.replace(params[name], when=conditions)
+        with each:
+            conditions = _parse_when(
+                ck,
+                name,
+                when,
+                join(join(path, name), "when"),
+                params,
+                failed=set(data) - set(params),
+            )
+            params[name] = dataclasses.replace(params[name], when=conditions)
+    each.close()
     return Space(_topological(ck, path, list(params.values())))
 
 
@@ -231,13 +252,22 @@ def _describe(param: Param) -> str:
 
 
 def _parse_when(
-    ck: Checker, name: str, when: Any, path: str, params: Mapping[str, Param]
+    ck: Checker,
+    name: str,
+    when: Any,
+    path: str,
+    params: Mapping[str, Param],
+    *,
+    failed: set[Any],
 ) -> tuple[Condition, ...]:
+    """The conditions of ``name``; ``failed`` are parameters that failed their own checks."""
     conditions = []
     for parent_name, raw in ck.mapping(when, path).items():
         cpath = join(path, parent_name)
         if parent_name == name:
             ck.fail(cpath, "a parameter cannot depend on itself")
+        if parent_name in failed:
+            raise Skipped
         if parent_name not in params:
             others = [n for n in params if n != name]
             ck.fail(
