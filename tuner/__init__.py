@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         FileError,
         RunFolderError,
         SpecError,
+        SpecErrors,
         TunerError,
         TunerWarning,
     )
@@ -60,6 +61,7 @@ _HOMES = {
     "RunFolderError": "tuner.errors",
     "Spend": "tuner.results",
     "SpecError": "tuner.errors",
+    "SpecErrors": "tuner.errors",
     "Status": "tuner.finish",
     "TrialRow": "tuner.results",
     "TunerError": "tuner.errors",
@@ -84,6 +86,7 @@ __all__ = [
     "Result",
     "RunFolderError",
     "SpecError",
+    "SpecErrors",
     "Spend",
     "Status",
     "TrialRow",

@@ -8,7 +8,8 @@ allowed, the closest valid name and how to fix it.
 
 The message reads ``"{source}: {path}: {problem} (got {got!r}; allowed {allowed}) Did you
 mean 'x'?"``, each piece only where the error has it, then a ``"\n  To fix: ..."`` line
-when a fix is known.
+when a fix is known. A file with several errors raises one :class:`SpecErrors` whose
+message has one such message per error.
 """
 
 from __future__ import annotations
@@ -92,6 +93,10 @@ class TunerError(Exception):
 
     def __str__(self) -> str:
         return self._render()
+
+    def messages(self) -> list[str]:
+        """The message of each error this one reports (one; :class:`SpecErrors` several)."""
+        return [self._render()]
 
     def _fields(self) -> dict[str, Any]:
         fields: dict[str, Any] = {
@@ -182,12 +187,16 @@ class SpecErrors(SpecError):
         """Every error, in the order found."""
         return self._errors
 
-    def _render(self) -> str:
+    def messages(self) -> list[str]:
+        """One message per error, the first :data:`MAX_SHOWN`; then how many more."""
         shown = [error._render() for error in self._errors[:MAX_SHOWN]]
         more = len(self._errors) - MAX_SHOWN
         if more > 0:
             shown.append(f"{self.source}: ... and {more} more errors ({len(self._errors)} in all)")
-        return "\n".join(shown)
+        return shown
+
+    def _render(self) -> str:
+        return "\n".join(self.messages())
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (SpecErrors, (self._errors,))

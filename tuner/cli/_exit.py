@@ -22,7 +22,7 @@ def handled(handler: Any, args: argparse.Namespace) -> int:
 
     Returns:
         The handler's status; 2 after a :class:`~tuner.errors.TunerError` (bad input,
-        printed as ``error: ...``), 130 after Ctrl-C. Each
+        printed as ``error: ...``, once per error it reports), 130 after Ctrl-C. Each
         :class:`~tuner.errors.TunerWarning` on the way is printed as ``warning: ...``.
     """
     with warnings.catch_warnings():
@@ -31,7 +31,8 @@ def handled(handler: Any, args: argparse.Namespace) -> int:
         try:
             return int(handler(args))
         except TunerError as err:
-            print(f"error: {err}", file=sys.stderr)
+            for message in err.messages():  # a file with several errors: one line each
+                print(f"error: {message}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
             print(

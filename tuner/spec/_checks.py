@@ -39,12 +39,12 @@ class Skipped(Exception):
 class Checker:
     """Validators bound to one ``source`` (a file path, ``"<cli>"`` or ``"<dict>"``).
 
-    With ``collect`` a failed check inside a :meth:`group` block is recorded in ``errors``
-    and checking goes on; the outermost :meth:`collecting` block raises them all at its
-    end. Without it the first failed check raises at once.
+    With ``collect`` (the default) a failed check inside a :meth:`group` block is recorded
+    in ``errors`` and checking goes on; the outermost :meth:`collecting` block raises them
+    all at its end. Without it the first failed check raises at once.
     """
 
-    def __init__(self, source: str, *, collect: bool = False) -> None:
+    def __init__(self, source: str, *, collect: bool = True) -> None:
         self.source = source
         self.collect = collect
         self.errors: list[SpecError] = []

@@ -68,7 +68,9 @@ def parse_campaign(
         The validated, frozen spec.
 
     Raises:
-        SpecError: The first rule ``data`` violates, naming the key path.
+        SpecError: A rule ``data`` violates, naming the key path; with several,
+            :class:`~tuner.errors.SpecErrors` listing each (every section and parameter is
+            checked, and a check that needs a failed value is skipped).
     """
     ck = Checker(source)
     with ck.collecting():

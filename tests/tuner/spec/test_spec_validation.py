@@ -393,10 +393,12 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "<dict>: scheduler.reduction_factor: must be a number > 1 (got 1)",
     ),
     (
-        "fifo_with_grace",
+        "fifo_with_grace",  # the base campaign's reduction_factor is reported too
         {"scheduler.type": "fifo"},
         (
             "<dict>: scheduler.grace_period: applies only to scheduler type asha (got 1)"
+            "\n  To fix: remove it, or use scheduler type asha"
+            "\n<dict>: scheduler.reduction_factor: applies only to scheduler type asha (got 3)"
             "\n  To fix: remove it, or use scheduler type asha"
         ),
     ),
@@ -427,11 +429,14 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         ),
     ),
     (
-        "sampler_grid_float_no_step",
+        "sampler_grid_float_no_step",  # every float without a step is named
         {"sampler": "grid"},
         (
             "<dict>: space.lr: the grid sampler needs finitely many values, but this float has "
             "no step"
+            "\n  To fix: add a step to it, or use another sampler (tpe, random, qmc, ...)"
+            "\n<dict>: space.momentum: the grid sampler needs finitely many values, but this "
+            "float has no step"
             "\n  To fix: add a step to it, or use another sampler (tpe, random, qmc, ...)"
         ),
     ),
