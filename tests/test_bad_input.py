@@ -397,9 +397,10 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "step_too_small",  # was: OverflowError from round(inf)
         "space",
         space("high: 0.9,", "high: 0.9, step: 1.0e-320,"),
-        "{path}: space.momentum.step: is too small for high - low = 0.9 (too many grid "
-        "points) (got 1e-320)\n"
-        "  To fix: use a larger step, or drop step for a continuous range",
+        "{path}: space.momentum.step: is too small for high - low = 0.9 (more than 2**53 "
+        "grid points) (got 1e-320)\n"
+        "  To fix: use a larger step, or drop step for a continuous range: Optuna rounds a "
+        "value to its step in floats, which count steps exactly only up to 2**53",
     ),
     (
         "space_is_a_list",

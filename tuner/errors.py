@@ -33,6 +33,8 @@ __all__ = [
 _NOT_GIVEN: Any = object()
 # Errors of one input that a SpecErrors message lists; the rest are counted.
 MAX_SHOWN = 20
+# Characters of a value (or of what is allowed) a message shows; a longer one is cut.
+MAX_DETAIL = 1000
 
 
 class TunerError(Exception):
@@ -80,9 +82,9 @@ class TunerError(Exception):
         text = f"{text}: {self.problem}" if text else self.problem
         details = []
         if self.has_got:
-            details.append(f"got {self.got!r}")
+            details.append(f"got {_shorten(_repr(self.got))}")
         if self.allowed is not None:
-            details.append(f"allowed {self.allowed}")
+            details.append(f"allowed {_shorten(self.allowed)}")
         if details:
             text += f" ({'; '.join(details)})"
         if self.suggestion is not None:
@@ -114,6 +116,21 @@ class TunerError(Exception):
         # Exceptions pickle via self.args by default, which loses the keyword fields;
         # Ray pickles errors raised inside workers.
         return (_rebuild, (type(self), self.problem, self._fields()))
+
+
+def _repr(value: Any) -> str:
+    """``repr(value)``; an int too long for repr (over 4,300 digits) by its size."""
+    try:
+        return repr(value)
+    except ValueError:
+        return f"<an integer of about {int(value.bit_length() * 0.30103)} digits>"
+
+
+def _shorten(text: str) -> str:
+    """``text``, or its start and its length when it is longer than :data:`MAX_DETAIL`."""
+    if len(text) <= MAX_DETAIL:
+        return text
+    return f"{text[: MAX_DETAIL // 2]}... ({len(text)} characters)"
 
 
 def _rebuild(cls: type[TunerError], problem: str, fields: dict[str, Any]) -> TunerError:

@@ -12,6 +12,7 @@ from typing import Any
 from tuner.spec._checks import RESERVED_PREFIX, Checker, check_campaign_name, check_seed
 from tuner.spec._durations import parse_duration
 from tuner.spec._frozen import FrozenDict, thaw
+from tuner.spec._limits import CAMPAIGN
 from tuner.spec._params import Space
 
 __all__ = [
@@ -368,9 +369,10 @@ class CampaignSpec:
         ck = Checker("<cli>")
         budget, sampler, new_name = self.budget, self.sampler, self.name
         if trials is not None:
-            budget = dataclasses.replace(budget, trials=ck.integer(trials, "--trials", ge=1))
+            count = ck.integer(trials, "--trials", limit=CAMPAIGN["budget.trials"])
+            budget = dataclasses.replace(budget, trials=count)
         if max_epochs is not None:
-            epochs = ck.integer(max_epochs, "--max-epochs", ge=1)
+            epochs = ck.integer(max_epochs, "--max-epochs", limit=CAMPAIGN["budget.max_epochs"])
             grace = self.scheduler.grace_period
             if self.scheduler.type is SchedulerType.ASHA and epochs < grace:
                 ck.fail(
@@ -385,9 +387,10 @@ class CampaignSpec:
             limit = parse_duration(time_limit_s, source="<cli>", path="--time-limit")
             budget = dataclasses.replace(budget, time_limit_s=limit)
         if usd is not None:
-            budget = dataclasses.replace(budget, usd=ck.number(usd, "--budget-usd", gt=0))
+            dollars = ck.number(usd, "--budget-usd", limit=CAMPAIGN["budget.usd"])
+            budget = dataclasses.replace(budget, usd=dollars)
         if gpu_hours is not None:
-            hours = ck.number(gpu_hours, "--budget-gpu-hours", gt=0)
+            hours = ck.number(gpu_hours, "--budget-gpu-hours", limit=CAMPAIGN["budget.gpu_hours"])
             budget = dataclasses.replace(budget, gpu_hours=hours)
         if deadline_s is not None:
             deadline = parse_duration(deadline_s, source="<cli>", path="--deadline")

@@ -21,6 +21,7 @@ from typing import Any, NoReturn, TypeVar
 
 from tuner.contract import RESERVED_PREFIX
 from tuner.errors import SpecError, closest
+from tuner.spec._limits import SEED, SIZES, Limit
 
 E = TypeVar("E", bound=Enum)
 
@@ -119,17 +120,48 @@ class Checker:
             raise Skipped
         return data[key]
 
-    def integer(self, value: Any, path: str, *, ge: int | None = None) -> int:
-        """An int (not a bool, not a float such as ``3.0``), optionally ``>= ge``."""
+    def integer(
+        self, value: Any, path: str, *, ge: int | None = None, limit: Limit | None = None
+    ) -> int:
+        """An int (not a bool, not a float such as ``3.0``), ``>= ge`` (default the
+        limit's low) and at most the limit's high."""
+        if ge is None and limit is not None:
+            ge = int(limit.low)
         rule = "must be an integer" if ge is None else f"must be an integer >= {ge}"
         if type(value) is not int or (ge is not None and value < ge):
             self.fail(path, rule, got=value)
+        if limit is not None:
+            self.at_most(value, path, limit)
         return value
 
+    def at_most(self, value: float, path: str, limit: Limit) -> None:
+        """Fails when ``value`` is above ``limit``'s high, with the bound and its reason."""
+        if value > limit.high:
+            self.fail(path, f"must be at most {limit.show(limit.high)}", got=value, fix=limit.fix())
+
+    def size(self, count: int, path: str, limit: Limit, what: str, *, got: Any = None) -> None:
+        """Fails when a length or count is above ``limit``: ``what`` says of what."""
+        if count > limit.high:
+            self.fail(
+                path,
+                f"has {count} {what}; at most {limit.show(limit.high)} are allowed",
+                fix=limit.reason,
+                **({} if got is None else {"got": got}),
+            )
+
     def number(
-        self, value: Any, path: str, *, gt: float | None = None, ge: float | None = None
+        self,
+        value: Any,
+        path: str,
+        *,
+        gt: float | None = None,
+        ge: float | None = None,
+        limit: Limit | None = None,
     ) -> float:
-        """A finite int or float (not a bool), optionally ``> gt`` or ``>= ge``."""
+        """A finite int or float (not a bool), ``> gt`` or ``>= ge`` (default the limit's
+        low) and at most the limit's high."""
+        if gt is None and ge is None and limit is not None:
+            gt, ge = (limit.low, None) if limit.low_open else (None, limit.low)
         rule = "must be a number"
         if gt is not None:
             rule += f" > {gt:g}"
@@ -145,6 +177,8 @@ class Checker:
             self.fail(path, "must be a finite number", got=value)
         if (gt is not None and value <= gt) or (ge is not None and value < ge):
             self.fail(path, rule, got=value)
+        if limit is not None:
+            self.at_most(value, path, limit)
         return float(value)
 
     def boolean(self, value: Any, path: str) -> bool:
@@ -153,12 +187,15 @@ class Checker:
             self.fail(path, "must be true or false", got=value)
         return value
 
-    def string(self, value: Any, path: str, *, nonempty: bool = True) -> str:
-        """A string, by default non-empty."""
+    def string(
+        self, value: Any, path: str, *, nonempty: bool = True, limit: Limit = SIZES["text"]
+    ) -> str:
+        """A string, by default non-empty, of at most ``limit`` characters."""
         if not isinstance(value, str):
             self.fail(path, "must be a string", got=value)
         if nonempty and not value.strip():
             self.fail(path, "must not be empty", got=value)
+        self.size(len(value), path, limit, "characters", got=value)
         return value
 
     def enum(
@@ -229,12 +266,12 @@ def _number_fix(value: Any) -> str | None:
 # Ray Tune names folders after the campaign, so keep it to path-safe characters.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # numpy (and so every Optuna sampler) accepts seeds in [0, 2**32).
-MAX_SEED = 2**32 - 1
+MAX_SEED = int(SEED.high)
 
 
 def check_campaign_name(ck: Checker, value: Any, path: str) -> str:
     """A campaign name: letters, digits, ``_``, ``.``, ``-``; starts with a letter or digit."""
-    name = ck.string(value, path)
+    name = ck.string(value, path, limit=SIZES["name"])
     if not NAME_PATTERN.fullmatch(name):
         ck.fail(
             path,
@@ -249,5 +286,5 @@ def check_seed(ck: Checker, value: Any, path: str) -> int:
     """A sampler seed in ``[0, 2**32)``."""
     seed = ck.integer(value, path, ge=0)
     if seed > MAX_SEED:
-        ck.fail(path, f"must be an integer <= {MAX_SEED}", got=seed)
+        ck.fail(path, f"must be an integer <= {MAX_SEED}", got=seed, fix=SEED.reason)
     return seed

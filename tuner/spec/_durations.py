@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from tuner.errors import SpecError
+from tuner.spec._limits import DURATION, Limit
 
 _UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([dhms])")
@@ -14,7 +15,9 @@ _WHOLE = re.compile(r"(?:\s*(?:\d+(?:\.\d*)?|\.\d+)\s*[dhms])+\s*")
 _ALLOWED = "seconds as a number, or a string like '90s', '10m', '2h', '1h30m', '1.5h'"
 
 
-def parse_duration(value: Any, *, source: str = "<value>", path: str = "duration") -> float:
+def parse_duration(
+    value: Any, *, source: str = "<value>", path: str = "duration", limit: Limit = DURATION
+) -> float:
     """Convert a duration to seconds.
 
     Args:
@@ -23,18 +26,23 @@ def parse_duration(value: Any, *, source: str = "<value>", path: str = "duration
             order (``"90s"``, ``"10m"``, ``"2h"``, ``"1h30m"``, ``"1.5h"``).
         source: Where the value came from, for the error message.
         path: Key path or CLI flag of the value, for the error message.
+        limit: The longest duration allowed (default a year) and why.
 
     Returns:
         The duration in seconds, always > 0.
 
     Raises:
-        SpecError: The value is not a duration, or is not positive.
+        SpecError: The value is not a duration, is not positive, or is above the limit.
     """
     seconds = _to_seconds(value)
     if seconds is None:
         raise SpecError(source, path, "must be a duration", got=value, allowed=_ALLOWED)
     if not math.isfinite(seconds) or seconds <= 0:
         raise SpecError(source, path, "must be a positive duration", got=value)
+    if seconds > limit.high:
+        raise SpecError(
+            source, path, f"must be at most {limit.show(limit.high)}", got=value, fix=limit.fix()
+        )
     return seconds
 
 

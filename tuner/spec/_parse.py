@@ -28,7 +28,8 @@ from tuner.spec._checks import (
 )
 from tuner.spec._durations import parse_duration
 from tuner.spec._frozen import FrozenDict, freeze
-from tuner.spec._params import FloatParam, Space
+from tuner.spec._limits import CAMPAIGN, MIN_REDUCTION_FACTOR, RESOURCE_UNIT, SIZES
+from tuner.spec._params import CategoricalParam, FloatParam, IntParam, Space
 from tuner.spec._parse_space import check_key_name, check_plain, parse_space
 from tuner.spec._trainable import check_trainable_ref, resolve_trainable
 
@@ -136,7 +137,7 @@ def _parse(ck: Checker, data: Any) -> CampaignSpec:
 
 
 def _parse_metric(ck: Checker, value: Any) -> str:
-    metric = ck.string(value, "metric")
+    metric = ck.string(value, "metric", limit=SIZES["name"])
     if metric.startswith(RESERVED_PREFIX):
         ck.fail(
             "metric",
@@ -171,13 +172,20 @@ def _parse_budget(ck: Checker, value: Any) -> Budget:
 
     def positive(key: str) -> float | None:
         raw = section.get(key)
-        return None if raw is None else ck.number(raw, f"budget.{key}", gt=0)
+        path = f"budget.{key}"
+        return None if raw is None else ck.number(raw, path, limit=CAMPAIGN[path])
 
     each = ck.group()
     with each:
-        trials = ck.integer(ck.required(section, "trials"), "budget.trials", ge=1)
+        trials = ck.integer(
+            ck.required(section, "trials"), "budget.trials", limit=CAMPAIGN["budget.trials"]
+        )
     with each:
-        max_epochs = ck.integer(ck.required(section, "max_epochs"), "budget.max_epochs", ge=1)
+        max_epochs = ck.integer(
+            ck.required(section, "max_epochs"),
+            "budget.max_epochs",
+            limit=CAMPAIGN["budget.max_epochs"],
+        )
     with each:
         time_limit_s = duration("time_limit")
     with each:
@@ -201,7 +209,8 @@ def _parse_pricing(ck: Checker, value: Any) -> Pricing:
     section = _section(ck, value, "pricing", ("node_usd_per_hour", "catalog", "spot"))
     each = ck.group()
     with each:
-        rate = ck.number(section.get("node_usd_per_hour", 0), "pricing.node_usd_per_hour", ge=0)
+        path = "pricing.node_usd_per_hour"
+        rate = ck.number(section.get("node_usd_per_hour", 0), path, limit=CAMPAIGN[path])
     with each:
         catalog = section.get("catalog")
         catalog = None if catalog is None else ck.string(catalog, "pricing.catalog")
@@ -231,7 +240,8 @@ def _parse_scheduler(ck: Checker, value: Any, budget: Budget | None) -> Schedule
         return SchedulerSpec(type=kind)
     each = ck.group()
     with each:
-        grace = ck.integer(section.get("grace_period", 1), "scheduler.grace_period", ge=1)
+        path = "scheduler.grace_period"
+        grace = ck.integer(section.get("grace_period", 1), path, limit=CAMPAIGN[path])
         if budget is not None and grace > budget.max_epochs:
             ck.fail(
                 "scheduler.grace_period",
@@ -241,11 +251,21 @@ def _parse_scheduler(ck: Checker, value: Any, budget: Budget | None) -> Schedule
                 "lower it or raise budget.max_epochs",
             )
     with each:
-        factor = ck.number(section.get("reduction_factor", 3), "scheduler.reduction_factor", gt=1)
+        path = "scheduler.reduction_factor"
+        factor = ck.number(section.get("reduction_factor", 3), path, limit=CAMPAIGN[path])
+        if factor < MIN_REDUCTION_FACTOR:
+            ck.fail(
+                path,
+                f"must be at least {MIN_REDUCTION_FACTOR:g}",
+                got=section["reduction_factor"],
+                fix="ASHA (Ray's too) makes log(max_epochs / grace_period) / "
+                "log(reduction_factor) rungs: closer to 1 that is thousands",
+            )
     with each:
         peers = None
         if "min_peers" in section:
-            peers = ck.integer(section["min_peers"], "scheduler.min_peers", ge=0)
+            path = "scheduler.min_peers"
+            peers = ck.integer(section["min_peers"], path, limit=CAMPAIGN[path])
     each.close()
     if peers is None:
         peers = default_min_peers(factor)
@@ -260,7 +280,8 @@ def _parse_sampler(ck: Checker, value: Any, space: Space | None) -> SamplerSpec:
     with each:
         startup = section.get("startup_trials")
         if startup is not None:
-            startup = ck.integer(startup, "sampler.startup_trials", ge=0)
+            path = "sampler.startup_trials"
+            startup = ck.integer(startup, path, limit=CAMPAIGN[path])
             if kind not in _STARTUP_SAMPLERS:
                 ck.fail(
                     "sampler.startup_trials",
@@ -277,6 +298,9 @@ def _parse_sampler(ck: Checker, value: Any, space: Space | None) -> SamplerSpec:
                         "the grid sampler needs finitely many values, but this float has no step",
                         fix="add a step to it, or use another sampler (tpe, random, qmc, ...)",
                     )
+    if kind is SamplerType.GRID and space is not None:
+        with each:
+            _check_grid_size(ck, space)
     with each:
         seed = section.get("seed")
         seed = None if seed is None else check_seed(ck, seed, "sampler.seed")
@@ -284,12 +308,34 @@ def _parse_sampler(ck: Checker, value: Any, space: Space | None) -> SamplerSpec:
     return SamplerSpec(type=kind, seed=seed, startup_trials=startup)
 
 
+def _check_grid_size(ck: Checker, space: Space) -> None:
+    """Optuna's grid sampler lists every combination: their number is bounded."""
+    points = 1
+    for param in space:
+        if isinstance(param, IntParam):
+            points *= (param.high - param.low) // param.step + 1
+        elif isinstance(param, FloatParam) and param.step is not None:
+            points *= round((param.high - param.low) / param.step) + 1
+        elif isinstance(param, CategoricalParam):
+            points *= len(param.choices)
+    limit = SIZES["grid"]
+    if points > limit.high:
+        ck.fail(
+            "sampler.type",
+            f"the grid has {points} points; at most {limit.show(limit.high)} are allowed",
+            got="grid",
+            fix=f"{limit.reason}: use fewer values (a larger step, fewer choices) or another "
+            "sampler",
+        )
+
+
 def _parse_resources(ck: Checker, value: Any) -> Resources:
     allowed = ("cpu", "gpu", "max_concurrent", "workers", "pending_warning")
     section = _section(ck, value, "resources", allowed)
     each = ck.group()
     with each:
-        gpu = ck.number(section.get("gpu", 0), "resources.gpu", ge=0)
+        gpu = ck.number(section.get("gpu", 0), "resources.gpu", limit=CAMPAIGN["resources.gpu"])
+        _check_resource_unit(ck, gpu, "resources.gpu")
         if gpu > 1 and not gpu.is_integer():
             ck.fail(
                 "resources.gpu",
@@ -297,7 +343,8 @@ def _parse_resources(ck: Checker, value: Any) -> Resources:
                 got=section["gpu"],
             )
     with each:
-        workers = ck.integer(section.get("workers", 1), "resources.workers", ge=1)
+        path = "resources.workers"
+        workers = ck.integer(section.get("workers", 1), path, limit=CAMPAIGN[path])
     with each:
         if not each.failed and workers > 1 and not gpu.is_integer():
             ck.fail(
@@ -306,11 +353,13 @@ def _parse_resources(ck: Checker, value: Any) -> Resources:
                 got=section["gpu"],
             )
     with each:
-        cpu = ck.number(section.get("cpu", 1), "resources.cpu", gt=0)
+        cpu = ck.number(section.get("cpu", 1), "resources.cpu", limit=CAMPAIGN["resources.cpu"])
+        _check_resource_unit(ck, cpu, "resources.cpu")
     with each:
         concurrent = section.get("max_concurrent")
         if concurrent is not None:
-            concurrent = ck.integer(concurrent, "resources.max_concurrent", ge=1)
+            path = "resources.max_concurrent"
+            concurrent = ck.integer(concurrent, path, limit=CAMPAIGN[path])
     with each:
         pending = parse_duration(
             section.get("pending_warning", 300), source=ck.source, path="resources.pending_warning"
@@ -321,13 +370,28 @@ def _parse_resources(ck: Checker, value: Any) -> Resources:
     )
 
 
+def _check_resource_unit(ck: Checker, value: float, path: str) -> None:
+    """Ray counts CPUs and GPUs in units of 0.0001: a smaller request is none at all."""
+    if 0 < value < RESOURCE_UNIT:
+        ck.fail(
+            path,
+            f"must be 0 or at least {RESOURCE_UNIT:g}",
+            got=value,
+            fix=f"Ray counts CPUs and GPUs in units of {RESOURCE_UNIT:g}",
+        )
+
+
 def _parse_checkpoint(ck: Checker, value: Any) -> CheckpointPolicy:
     section = _section(ck, value, "checkpoint", ("every", "keep"))
     each = ck.group()
     with each:
-        every = ck.integer(section.get("every", 1), "checkpoint.every", ge=1)
+        every = ck.integer(
+            section.get("every", 1), "checkpoint.every", limit=CAMPAIGN["checkpoint.every"]
+        )
     with each:
-        keep = ck.integer(section.get("keep", 2), "checkpoint.keep", ge=1)
+        keep = ck.integer(
+            section.get("keep", 2), "checkpoint.keep", limit=CAMPAIGN["checkpoint.keep"]
+        )
     each.close()
     return CheckpointPolicy(every=every, keep=keep)
 
@@ -345,8 +409,11 @@ def _parse_failure(ck: Checker, value: Any) -> FailurePolicy:
                 fix="the number of failed trials the campaign tolerates (0: it stops at the "
                 "first); leave it out for no limit",
             )
+        if limit is not None:
+            ck.at_most(limit, "failure.max_failed_trials", CAMPAIGN["failure.max_failed_trials"])
     with each:
-        retries = ck.integer(section.get("max_retries", 2), "failure.max_retries", ge=0)
+        path = "failure.max_retries"
+        retries = ck.integer(section.get("max_retries", 2), path, limit=CAMPAIGN[path])
     each.close()
     return FailurePolicy(max_retries=retries, max_failed_trials=limit)
 

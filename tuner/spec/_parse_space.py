@@ -12,6 +12,7 @@ from typing import Any
 from tuner.errors import closest
 from tuner.spec._checks import RESERVED_PREFIX, Checker, Skipped, join
 from tuner.spec._frozen import freeze
+from tuner.spec._limits import CAMPAIGN, SIZES
 from tuner.spec._params import (
     CategoricalParam,
     Condition,
@@ -31,6 +32,8 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "categorical": ("type", "choices", "when"),
     "fixed": ("type", "value", "when"),
 }
+# Range ends and steps of int and float parameters.
+_BOUND = CAMPAIGN["space.*.low"]
 _PARAM_FIX = (
     "write {type: float, low: ..., high: ...}, {type: int, low: ..., high: ...}, "
     "{choices: [...]} or {value: ...}"
@@ -53,6 +56,7 @@ def check_key_name(ck: Checker, name: Any, path: str, what: str) -> str:
             fix=f"rename it; keys starting with {RESERVED_PREFIX!r} are added by the service "
             "itself",
         )
+    ck.size(len(name), path, SIZES["name"], "characters")
     return name
 
 
@@ -71,6 +75,7 @@ def _parse_space(ck: Checker, value: Any, path: str) -> Space:
     data = ck.mapping(value, path, fix=_PARAM_FIX)
     if not data:
         ck.fail(path, "must define at least one parameter", fix=_PARAM_FIX)
+    ck.size(len(data), path, SIZES["space"], "parameters")
     params: dict[str, Param] = {}
     raw_when: dict[str, Any] = {}
     each = ck.group()
@@ -155,6 +160,10 @@ def _parse_float(
 ) -> FloatParam:
     low = ck.number(spec["low"], join(path, "low"))
     high = ck.number(spec["high"], join(path, "high"))
+    for key, value in (("low", low), ("high", high)):
+        ck.at_most(value, join(path, key), _BOUND)
+        if value < _BOUND.low:
+            _below(ck, join(path, key), spec[key])
     if high <= low:
         ck.fail(join(path, "high"), f"must be greater than low={low:g}", got=spec["high"])
     if log and low <= 0:
@@ -166,16 +175,17 @@ def _parse_float(
         )
     step = None
     if spec.get("step") is not None:
-        step = ck.number(spec["step"], join(path, "step"), gt=0)
+        step = ck.number(spec["step"], join(path, "step"), gt=0, limit=_BOUND)
         if log:
             ck.fail(join(path, "step"), "cannot be combined with log: true", got=spec["step"])
         ratio = (high - low) / step
-        if not math.isfinite(ratio):
+        if not math.isfinite(ratio) or ratio > SIZES["steps"].high:
             ck.fail(
                 join(path, "step"),
-                f"is too small for high - low = {high - low:g} (too many grid points)",
+                f"is too small for high - low = {high - low:g} (more than 2**53 grid points)",
                 got=spec["step"],
-                fix="use a larger step, or drop step for a continuous range",
+                fix="use a larger step, or drop step for a continuous range: "
+                + SIZES["steps"].reason,
             )
         if abs(ratio - round(ratio)) > 1e-9 * max(1.0, ratio):
             ck.fail(
@@ -187,16 +197,30 @@ def _parse_float(
     return FloatParam(name, low, high, log=log, step=step)
 
 
+def _below(ck: Checker, path: str, value: Any) -> None:
+    """Fails for a range end below -2**53 (the bound's low), with the reason."""
+    ck.fail(
+        path,
+        f"must be at least {_BOUND.show(_BOUND.low)}",
+        got=value,
+        fix=f"use at least {_BOUND.show(_BOUND.low)}: {_BOUND.reason}",
+    )
+
+
 def _parse_int(ck: Checker, name: str, spec: Mapping[str, Any], path: str, log: bool) -> IntParam:
     low = ck.integer(spec["low"], join(path, "low"))
     high = ck.integer(spec["high"], join(path, "high"))
+    for key, value in (("low", low), ("high", high)):
+        ck.at_most(value, join(path, key), _BOUND)
+        if value < _BOUND.low:
+            _below(ck, join(path, key), value)
     if high <= low:
         ck.fail(join(path, "high"), f"must be greater than low={low}", got=high)
     if log and low < 1:
         ck.fail(join(path, "low"), "must be >= 1 with log: true", got=low)
     step = 1
     if spec.get("step") is not None:
-        step = ck.integer(spec["step"], join(path, "step"), ge=1)
+        step = ck.integer(spec["step"], join(path, "step"), ge=1, limit=_BOUND)
         if log and step != 1:
             ck.fail(join(path, "step"), "must be 1 with log: true", got=step)
         if (high - low) % step:
@@ -213,29 +237,61 @@ def _parse_choices(ck: Checker, spec: Mapping[str, Any], path: str) -> tuple[Any
     choices = spec.get("choices")
     if not isinstance(choices, list | tuple) or not choices:
         ck.fail(path, "must be a non-empty list", got=choices)
+    ck.size(len(choices), path, SIZES["space.*.choices"], "choices")
+    seen: set[Any] = set()
     for i, choice in enumerate(choices):
         if not isinstance(choice, SCALAR_TYPES) or (
             isinstance(choice, float) and math.isnan(choice)
         ):
             ck.fail(f"{path}[{i}]", "must be a string, number, boolean or null", got=choice)
-        # Optuna finds a choice by ==, where True == 1 == 1.0: such choices collide.
-        for earlier in choices[:i]:
-            if earlier == choice:
-                ck.fail(f"{path}[{i}]", f"duplicates the choice {earlier!r}", got=choice)
+        if isinstance(choice, str):
+            ck.size(len(choice), f"{path}[{i}]", SIZES["text"], "characters", got=choice)
+        # Optuna finds a choice by ==, where True == 1 == 1.0: such choices collide (a set
+        # finds them by == too, in one pass over the list).
+        if choice in seen:
+            earlier = next(e for e in choices[:i] if e == choice)
+            ck.fail(f"{path}[{i}]", f"duplicates the choice {earlier!r}", got=choice)
+        seen.add(choice)
     return tuple(choices)
 
 
 def check_plain(ck: Checker, value: Any, path: str) -> Any:
-    """A YAML-able value: scalars, dates, lists and string-keyed mappings of them."""
+    """A YAML-able value: scalars, dates, lists and string-keyed mappings of them, nested
+    at most ``SIZES["depth"]`` deep, with strings of at most ``SIZES["text"]`` characters."""
+    depth = SIZES["depth"]
+    if _nesting(value, int(depth.high) + 1) > depth.high:
+        ck.fail(
+            path,
+            f"is nested more than {depth.show(depth.high)} levels deep",
+            fix=depth.reason,
+        )
+    return _check_plain(ck, value, path)
+
+
+def _nesting(value: Any, cap: int) -> int:
+    """How deep lists and mappings nest in ``value`` (counted up to ``cap``), iteratively."""
+    deepest, stack = 0, [(value, 0)]
+    while stack and deepest < cap:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, Mapping) else item
+        if isinstance(item, Mapping | list | tuple):
+            deepest = max(deepest, level + 1)
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _check_plain(ck: Checker, value: Any, path: str) -> Any:
+    if isinstance(value, str):
+        ck.size(len(value), path, SIZES["text"], "characters", got=value)
     if isinstance(value, (*SCALAR_TYPES, datetime.date)):
         return value
     if isinstance(value, list | tuple):
         for i, item in enumerate(value):
-            check_plain(ck, item, f"{path}[{i}]")
+            _check_plain(ck, item, f"{path}[{i}]")
         return value
     if isinstance(value, Mapping):
         for key, item in ck.mapping(value, path).items():
-            check_plain(ck, item, join(path, key))
+            _check_plain(ck, item, join(path, key))
         return value
     ck.fail(path, "must be a YAML scalar, list or mapping", got=value)
 

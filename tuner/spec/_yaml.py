@@ -13,6 +13,7 @@ import yaml
 from tuner.errors import FileError, SpecError
 from tuner.spec._campaign import CampaignSpec
 from tuner.spec._checks import join
+from tuner.spec._limits import SIZES
 from tuner.spec._parse import parse_campaign
 
 
@@ -164,6 +165,14 @@ def load_campaign(path: str | os.PathLike[str], *, check_trainable: bool = True)
         ) from None
     except OSError as exc:
         raise FileError(source, f"cannot read campaign file: {exc}") from None
+    size = SIZES["file"]
+    if len(text) > size.high:
+        raise SpecError(
+            source,
+            "top level",
+            f"is {len(text)} characters long; at most {size.show(size.high)} are allowed",
+            fix=size.reason,
+        )
     data = load_yaml(text, source)
     if data is None:
         raise SpecError(

@@ -58,7 +58,11 @@ def test_max_epochs_below_grace_is_fine_with_fifo() -> None:
         ({"trials": True}, "<cli>: --trials: must be an integer >= 1 (got True)"),
         ({"max_epochs": "3"}, "<cli>: --max-epochs: must be an integer >= 1 (got '3')"),
         ({"seed": -2}, "<cli>: --seed: must be an integer >= 0 (got -2)"),
-        ({"seed": 2**32}, "<cli>: --seed: must be an integer <= 4294967295 (got 4294967296)"),
+        (
+            {"seed": 2**32},
+            "<cli>: --seed: must be an integer <= 4294967295 (got 4294967296)\n"
+            "  To fix: numpy, and so every Optuna sampler, takes seeds below 2**32",
+        ),
         ({"time_limit_s": -5}, "<cli>: --time-limit: must be a positive duration (got -5)"),
         (
             {"time_limit_s": "soon"},
