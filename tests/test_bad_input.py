@@ -770,7 +770,7 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "predict_zero_throughput",
         "cli",
         Cli([*PREDICT, "--samples-per-s", "0"]),
-        "error: <predict>: samples_per_s: must be a finite number > 0 (got 0.0)",
+        "tuner predict: error: argument --samples-per-s: expected a number > 0, got '0'",
     ),
 ]
 

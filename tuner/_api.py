@@ -21,6 +21,8 @@ from tuner.errors import TunerWarning
 from tuner.results import Result, open_run
 from tuner.spec import CampaignSpec, parse_campaign, parse_duration
 from tuner.spec import load_campaign as _load_campaign_file
+from tuner.spec._checks import Checker
+from tuner.spec._limits import CAMPAIGN, FLAGS, Limit
 
 if TYPE_CHECKING:
     from tuner._ray.cluster import RayOptions
@@ -127,6 +129,11 @@ def run(
         RunFolderError: The run folder cannot be created.
     """
     spec = _spec(campaign)
+    _check_numbers(
+        (usd_per_gpu_hour, "usd_per_gpu_hour", FLAGS["--usd-per-gpu-hour"]),
+        (num_cpus, "num_cpus", FLAGS["--num-cpus"]),
+        (num_gpus, "num_gpus", FLAGS["--num-gpus"]),
+    )
     spec = spec.with_overrides(
         usd=budget_usd,
         gpu_hours=budget_gpu_hours,
@@ -229,6 +236,12 @@ def profile(
     from tuner.spec import load_config_file
 
     spec = _spec(campaign)
+    _check_numbers(
+        (trials, "trials", CAMPAIGN["budget.trials"]),
+        (epochs, "epochs", CAMPAIGN["budget.max_epochs"]),
+        (num_cpus, "num_cpus", FLAGS["--num-cpus"]),
+        (num_gpus, "num_gpus", FLAGS["--num-gpus"]),
+    )
     if config is not None and not isinstance(config, Mapping):
         config = load_config_file(Path(config))
     options = _ray_options(address, num_cpus, num_gpus, cluster_config, worker_logs)
@@ -307,8 +320,19 @@ def recommend(
     from tuner.cost._advise import advise
 
     spec = _spec(campaign)
-    deadline_s = _seconds(deadline, "deadline")
-    provision_s = _seconds(provision, "provision") or 0.0
+    _check_numbers(
+        (budget_usd, "budget_usd", FLAGS["--budget"]),
+        (gpus_per_trial, "gpus_per_trial", FLAGS["--gpus-per-trial"]),
+        (max_instances, "max_instances", FLAGS["--max-instances"]),
+        (num_cpus, "num_cpus", FLAGS["--num-cpus"]),
+        (num_gpus, "num_gpus", FLAGS["--num-gpus"]),
+    )
+    deadline_s = None
+    if deadline is not None:
+        deadline_s = parse_duration(deadline, source="<api>", path="deadline")
+    provision_s = parse_duration(
+        provision, source="<api>", path="provision", limit=FLAGS["--provision"]
+    )
     if catalog is None or isinstance(catalog, (str, os.PathLike)):
         catalog = load_catalog(None if catalog is None else Path(catalog))
     loaded = _profile_of(profile, spec)
@@ -386,6 +410,21 @@ def _code_dirs(source: str | None) -> list[str]:
         dirs.append(str(Path(source).resolve().parent))
     dirs.append(str(Path.cwd()))
     return list(dict.fromkeys(dirs))
+
+
+def _check_numbers(*numbers: tuple[float | None, str, Limit]) -> None:
+    """Each ``(value, argument name, limit)`` given (not None) is in its limit's range."""
+    ck = Checker("<api>")
+    with ck.collecting():
+        each = ck.group()
+        for value, name, limit in numbers:
+            if value is None:
+                continue
+            with each:
+                if limit.kind == "int":
+                    ck.integer(value, name, limit=limit)
+                else:
+                    ck.number(value, name, limit=limit)
 
 
 def _seconds(value: float | str | None, name: str) -> float | None:

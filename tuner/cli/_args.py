@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuner.errors import FileError, SpecError
+from tuner.spec._limits import CAMPAIGN, FLAGS, Limit
 
 if TYPE_CHECKING:
     from tuner.spec import CampaignSpec
@@ -20,6 +22,7 @@ __all__ = [
     "DEFAULT_CAMPAIGN",
     "add_ray_arguments",
     "add_run_arguments",
+    "bounded",
     "duration_flag",
     "load_campaign_file",
     "non_negative_float",
@@ -73,6 +76,35 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def bounded(limit: Limit) -> Callable[[str], Any]:
+    """An argument type for a number in ``limit``'s range (an int for an ``int`` limit).
+
+    Below the range or not a number: ``expected a number > 0, got '-3'``, as the plain
+    types say it; above it: the bound and the reason.
+    """
+    whole = limit.kind == "int"
+    sign = ">" if limit.low_open else ">="
+    rule = f"a {'whole number' if whole else 'number'} {sign} {limit.show(limit.low)}"
+
+    def parse(text: str) -> Any:
+        try:
+            value: float = int(text) if whole else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {rule}, got {text!r}") from None
+        if not math.isfinite(value) or not (
+            value > limit.low or (value == limit.low and not limit.low_open)
+        ):
+            raise argparse.ArgumentTypeError(f"expected {rule}, got {text!r}")
+        if value > limit.high:
+            raise argparse.ArgumentTypeError(
+                f"expected at most {limit.show(limit.high)}, got {text!r}: {limit.reason}"
+            )
+        return value
+
+    parse.__name__ = "whole number" if whole else "number"
+    return parse
+
+
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``tuner run`` (shared with ``tuner/submit.py``)."""
     parser.add_argument("campaign", nargs="?", type=Path, help="campaign YAML file")
@@ -105,7 +137,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--usd-per-gpu-hour",
-        type=non_negative_float,
+        type=bounded(FLAGS["--usd-per-gpu-hour"]),
         default=0.0,
         help="price of a GPU-hour here, for predicted vs actual dollars (0)",
     )
@@ -118,10 +150,12 @@ def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
         help='Ray cluster to join ("auto", host:port, ray://...); default: RAY_ADDRESS, '
         "else an embedded local Ray",
     )
-    parser.add_argument("--num-cpus", type=positive_int, help="CPUs of the embedded Ray")
+    parser.add_argument(
+        "--num-cpus", type=bounded(FLAGS["--num-cpus"]), help="CPUs of the embedded Ray"
+    )
     parser.add_argument(
         "--num-gpus",
-        type=non_negative_float,
+        type=bounded(FLAGS["--num-gpus"]),
         help="GPUs of the embedded Ray (logical GPUs work on CPU)",
     )
     parser.add_argument(
@@ -147,19 +181,26 @@ def ray_flags(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def duration_flag(value: str | None, flag: str) -> float | None:
+def duration_flag(
+    value: str | None, flag: str, limit: Limit = CAMPAIGN["budget.deadline"]
+) -> float | None:
     """A duration flag's seconds (None when not given); SpecError naming the flag."""
     from tuner.spec import parse_duration
 
     if value is None:
         return None
     try:
-        return parse_duration(value)
+        return parse_duration(value, limit=limit)
     except SpecError as err:
         # "0" and "-5" are durations, just not positive ones.
         problem = "not a duration" if err.problem == "must be a duration" else err.problem
         raise SpecError(
-            "<cli>", flag, problem, got=value, allowed="seconds or 90s, 10m, 2h, 1h30m"
+            "<cli>",
+            flag,
+            problem,
+            got=value,
+            allowed=None if err.fix else "seconds or 90s, 10m, 2h, 1h30m",
+            fix=err.fix,  # a duration above the limit: the bound and the reason
         ) from err
 
 

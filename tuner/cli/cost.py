@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 from tuner.cli._args import (
     DEFAULT_CAMPAIGN,
     add_ray_arguments,
+    bounded,
     load_campaign_file,
-    positive_float,
-    positive_int,
     ray_flags,
 )
 from tuner.errors import SpecError
+from tuner.spec._limits import CAMPAIGN, FLAGS
 
 if TYPE_CHECKING:
     from tuner.cost import Profile
@@ -76,8 +76,18 @@ def add_profile_command(subparsers: Any) -> None:
     )
     parser.add_argument("campaign", nargs="?", type=Path, help="campaign YAML (default: default)")
     parser.add_argument("--config", type=Path, help="measure this configuration (a best.yaml)")
-    parser.add_argument("--trials", type=positive_int, default=3, help="trials to measure (3)")
-    parser.add_argument("--epochs", type=positive_int, default=3, help="epochs per trial (3)")
+    parser.add_argument(
+        "--trials",
+        type=bounded(CAMPAIGN["budget.trials"]),
+        default=3,
+        help="trials to measure (3)",
+    )
+    parser.add_argument(
+        "--epochs",
+        type=bounded(CAMPAIGN["budget.max_epochs"]),
+        default=3,
+        help="epochs per trial (3)",
+    )
     parser.add_argument("--out", type=Path, help="JSON file (default: profiles/<campaign>.json)")
     add_ray_arguments(parser)
     parser.set_defaults(handler=_cmd_profile)
@@ -101,7 +111,9 @@ def add_recommend_command(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--campaign", type=Path, help="campaign YAML (default: default)")
-    parser.add_argument("--budget", type=positive_float, required=True, help="USD available")
+    parser.add_argument(
+        "--budget", type=bounded(FLAGS["--budget"]), required=True, help="USD available"
+    )
     parser.add_argument("--deadline", help="wall-clock time available (e.g. 90m, 6h)")
     parser.add_argument("--profile", type=Path, help="profile JSON or run folder")
     parser.add_argument("--spot", action="store_true", help="price on spot instances")
@@ -109,12 +121,15 @@ def add_recommend_command(subparsers: Any) -> None:
     parser.add_argument("--clouds", help="only these clouds, e.g. aws,gcp")
     parser.add_argument(
         "--gpus-per-trial",
-        type=positive_float,
+        type=bounded(FLAGS["--gpus-per-trial"]),
         help="GPUs per trial (default: the campaign's resources, 1 if it asks for none)",
     )
     parser.add_argument("--precision", choices=PRECISIONS, help="math to predict for")
     parser.add_argument(
-        "--max-instances", type=positive_int, default=8, help="most machines of a type (8)"
+        "--max-instances",
+        type=bounded(FLAGS["--max-instances"]),
+        default=8,
+        help="most machines of a type (8)",
     )
     parser.add_argument(
         "--provision",
@@ -149,11 +164,14 @@ def add_predict_command(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--to", dest="to_gpu", required=True, help="GPU model to predict for")
     parser.add_argument("--precision", required=True, choices=PRECISIONS)
     parser.add_argument(
-        "--samples-per-s", type=float, required=True, help="measured training throughput on --from"
+        "--samples-per-s",
+        type=bounded(FLAGS["--samples-per-s"]),
+        required=True,
+        help="measured training throughput on --from",
     )
     parser.add_argument(
         "--flops-per-sample",
-        type=float,
+        type=bounded(FLAGS["--flops-per-sample"]),
         default=None,
         help="training FLOPs per sample (forward + backward), if measured",
     )
@@ -164,7 +182,7 @@ def add_predict_command(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--non-scaling-share",
-        type=float,
+        type=bounded(FLAGS["--non-scaling-share"]),
         default=0.0,
         help="share of the measured time that does not scale (data loading)",
     )
@@ -217,7 +235,9 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
     deadline_s = None
     if args.deadline is not None:
         deadline_s = parse_duration(args.deadline, source="<cli>", path="--deadline")
-    provision_s = parse_duration(args.provision, source="<cli>", path="--provision")
+    provision_s = parse_duration(
+        args.provision, source="<cli>", path="--provision", limit=FLAGS["--provision"]
+    )
     spec = load_campaign_file(args.campaign or DEFAULT_CAMPAIGN)
     out_dir = args.out or Path("recommendations") / spec.name
     catalog = load_catalog(args.catalog)  # the --emit-cluster pick is looked up in it too

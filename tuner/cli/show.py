@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tuner.cli._args import positive_int
+from tuner.cli._args import bounded
 from tuner.errors import RunFolderError
+from tuner.spec._limits import FLAGS
 
 __all__ = ["add_report_command", "add_show_command"]
 
@@ -23,7 +24,7 @@ def add_show_command(subparsers: Any) -> None:
         "show", help="print the top trials of a run folder"
     )
     show.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/digits-cnn")
-    show.add_argument("--top", type=positive_int, default=10, help="rows to show (10)")
+    show.add_argument("--top", type=bounded(FLAGS["--top"]), default=10, help="rows to show (10)")
     show.add_argument("--json", action="store_true", help="print the summary as JSON")
     show.set_defaults(handler=_cmd_show)
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from tuner.cost._catalog import GpuSpec, find_gpu, load_gpus
 from tuner.errors import SpecError
+from tuner.spec._limits import FLAGS, Limit, within
 
 __all__ = [
     "PRECISIONS",
@@ -265,9 +266,15 @@ def effective_rates(gpu: GpuSpec, precision: str, calibration: Calibration) -> t
     return flops, bytes_s * speed
 
 
-def _positive(name: str, value: float) -> None:
-    if not (math.isfinite(value) and value > 0):
+def _positive(name: str, value: float, limit: Limit) -> None:
+    """A finite number > 0 and at most ``limit``'s high (the bound and reason otherwise)."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (number and within(Limit("number", 0, math.inf, "", low_open=True), value)):
         raise SpecError(_SOURCE, name, "must be a finite number > 0", got=value)
+    if value > limit.high:
+        raise SpecError(
+            _SOURCE, name, f"must be at most {limit.show(limit.high)}", got=value, fix=limit.fix()
+        )
 
 
 def predict_throughput(
@@ -309,11 +316,12 @@ def predict_throughput(
     Raises:
         SpecError: Unknown GPU, precision or class; bad numbers; missing catalog figures.
     """
-    _positive("samples_per_s", samples_per_s)
+    _positive("samples_per_s", samples_per_s, FLAGS["--samples-per-s"])
     _check_precision(precision)
     if flops_per_sample is not None:
-        _positive("flops_per_sample", flops_per_sample)
-    if not 0.0 <= non_scaling_share < 1.0:
+        _positive("flops_per_sample", flops_per_sample, FLAGS["--flops-per-sample"])
+    share = FLAGS["--non-scaling-share"]
+    if not (isinstance(non_scaling_share, int | float) and within(share, non_scaling_share)):
         raise SpecError(
             _SOURCE,
             "non_scaling_share",
@@ -379,7 +387,7 @@ def spec_ratio_baseline(
     Returns:
         Predicted samples/s on ``to_gpu``.
     """
-    _positive("samples_per_s", samples_per_s)
+    _positive("samples_per_s", samples_per_s, FLAGS["--samples-per-s"])
     _check_precision(precision)
     known = gpus if gpus is not None else load_gpus()
     src = find_gpu(known, from_gpu, source=_SOURCE, path="from_gpu")
