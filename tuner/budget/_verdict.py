@@ -178,8 +178,12 @@ def affordable_slots(
     None when neither money nor GPU-hours are limited (or nothing costs anything).
     """
     caps: list[int] = []
-    if limits.usd is not None and usd_per_trial_s > 0:
-        caps.append(math.floor(limits.usd / (usd_per_trial_s * first_rung_s)))
-    if limits.gpu_hours is not None and gpu_h_per_trial_s > 0:
-        caps.append(math.floor(limits.gpu_hours / (gpu_h_per_trial_s * first_rung_s)))
+    for limit, per_trial_s in (
+        (limits.usd, usd_per_trial_s),
+        (limits.gpu_hours, gpu_h_per_trial_s),
+    ):
+        # A rate or an epoch so small that the quotient is no finite number caps nothing.
+        cost = per_trial_s * first_rung_s
+        if limit is not None and cost > 0 and math.isfinite(limit / cost):
+            caps.append(math.floor(limit / cost))
     return max(1, min(caps)) if caps else None

@@ -310,19 +310,13 @@ def _plan(
     pricer: _Pricer, budget_usd: float, deadline_h: float | None, max_instances: int
 ) -> OptionPlan:
     trials = pricer.needs.geometry.trials
-    instances = 1
-    work = pricer.work(1, trials)
-    wall_h, usd = pricer.hours_usd(work, 1)
-    if deadline_h is not None:
-        # More machines until the deadline holds; past it, the most we allow is the closest.
-        while (
-            wall_h > deadline_h
-            and instances < max_instances
-            and (instances * pricer.slots < trials)
-        ):
-            instances += 1
-            work = pricer.work(instances, trials)
-            wall_h, usd = pricer.hours_usd(work, instances)
+    instances, work, wall_h, usd = _at(pricer, 1, trials)
+    if deadline_h is not None and wall_h > deadline_h:
+        # More machines until the deadline holds, up to one trial per slot; past it, the
+        # most we allow is the closest.
+        most = min(max_instances, max(1, math.ceil(trials / pricer.slots)))
+        if most > 1:
+            instances, work, wall_h, usd = _fewest_in_time(pricer, trials, deadline_h, most)
     bought, bought_epochs = trials, work.trial_epochs
     if usd > budget_usd:
         bought, bought_epochs = 0, 0.0
@@ -347,6 +341,45 @@ def _plan(
         trials_bought=bought,
         trial_epochs_bought=bought_epochs,
     )
+
+
+# Machine counts tried one by one before the search doubles them (--max-instances is 8).
+_SCAN = 32
+
+
+def _at(pricer: _Pricer, instances: int, trials: int) -> tuple[int, WorkEstimate, float, float]:
+    """The campaign on ``instances`` machines: the count, its work, hours and dollars."""
+    work = pricer.work(instances, trials)
+    return (instances, work, *pricer.hours_usd(work, instances))
+
+
+def _fewest_in_time(
+    pricer: _Pricer, trials: int, deadline_h: float, most: int
+) -> tuple[int, WorkEstimate, float, float]:
+    """The fewest machines, from 2 to ``most``, that finish by the deadline (or ``most``).
+
+    Up to :data:`_SCAN` machines each count is tried in turn (the simulated wall time is
+    not strictly falling, so the first count in time is the answer); beyond, counts double
+    and then halve: :data:`_SCAN` plus twice log2(most) estimates, not ``most`` of them.
+    """
+    for k in range(2, min(most, _SCAN) + 1):  # most >= 2: found is set
+        found = _at(pricer, k, trials)
+        if found[2] <= deadline_h:
+            return found
+    missed, k = found[0], 2 * found[0]
+    while found[2] > deadline_h and missed < most:
+        found = _at(pricer, min(k, most), trials)
+        if found[2] > deadline_h:
+            missed, k = found[0], 2 * found[0]
+    if found[2] > deadline_h:
+        return found
+    while found[0] - missed > 1:
+        candidate = _at(pricer, (missed + found[0]) // 2, trials)
+        if candidate[2] <= deadline_h:
+            found = candidate
+        else:
+            missed = candidate[0]
+    return found
 
 
 def _pareto(plans: list[OptionPlan]) -> list[OptionPlan]:

@@ -6,10 +6,16 @@ competition (the first at each rung always goes on), so the naive "top 1/eta sur
 closed form undercounts. :func:`estimate_work` therefore replays the exact async rule over
 ``trials`` trials run ``workers`` at a time, with i.i.d. scores and a per-trial speed
 spread, and averages a few hundred seeded runs. Pure: no Ray, no torch.
+
+An estimate costs at most :data:`SIM_EVENTS` simulated rung arrivals, whatever the trial
+count and the epochs: a run jumps from rung to rung (not epoch by epoch), fewer runs are
+averaged as a campaign grows, and a campaign of more than :data:`SIM_TRIALS` trials is
+replayed at that size, with its workers scaled alike, and its figures scaled back up.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import heapq
 import math
@@ -17,6 +23,8 @@ import random
 import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from tuner.spec._limits import MIN_REDUCTION_FACTOR
 
 if TYPE_CHECKING:
     from tuner.spec import CampaignSpec
@@ -31,6 +39,11 @@ __all__ = [
     "naive_trial_epochs",
     "price_work",
 ]
+
+# Most trials one simulated run replays; a larger campaign is replayed at this size.
+SIM_TRIALS = 2_000
+# Most rung arrivals (trials x rungs x runs) one estimate simulates; fewer runs beyond.
+SIM_EVENTS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +68,11 @@ class AshaGeometry:
             )
         if self.asha and self.reduction_factor <= 1:
             raise ValueError(f"`reduction_factor > 1` must hold, but got {self.reduction_factor=}.")
+        if self.asha and self.reduction_factor < MIN_REDUCTION_FACTOR:
+            raise ValueError(
+                f"`reduction_factor >= {MIN_REDUCTION_FACTOR}` must hold, but got "
+                f"{self.reduction_factor=}."
+            )
 
     @classmethod
     def from_spec(cls, spec: CampaignSpec) -> AshaGeometry:
@@ -104,7 +122,10 @@ class WorkEstimate:
         trial_epochs_sd: Standard deviation of trial-epochs across simulated runs.
         wall_s: Expected wall-clock seconds with ``workers`` at once, tail included.
         reach: Expected trials reaching each decision epoch and ``max_epochs``.
-        prefix_epochs: Expected trial-epochs of the first ``k`` trials (start order).
+        prefix_epochs: Expected trial-epochs of the first ``k * prefix_step`` trials (start
+            order) at index ``k``; :meth:`prefix` reads it for any ``k``.
+        prefix_step: Trials per entry of ``prefix_epochs`` (1 unless the campaign was
+            replayed at a smaller size).
     """
 
     geometry: AshaGeometry
@@ -118,6 +139,16 @@ class WorkEstimate:
     reach: tuple[float, ...] = ()
     prefix_epochs: tuple[float, ...] = ()
     cold_start_s: float = 0.0
+    prefix_step: float = 1.0
+
+    def prefix(self, k: int) -> float:
+        """Expected trial-epochs of the first ``k`` trials (start order), interpolated."""
+        pos = k / self.prefix_step
+        lo = min(math.floor(pos), len(self.prefix_epochs) - 1)
+        hi = min(lo + 1, len(self.prefix_epochs) - 1)
+        return self.prefix_epochs[lo] + (self.prefix_epochs[hi] - self.prefix_epochs[lo]) * (
+            pos - lo
+        )
 
     @property
     def trial_s(self) -> float:
@@ -133,9 +164,9 @@ class WorkEstimate:
         return self.trial_s * gpus_per_trial / 3600.0
 
 
-def _percentile(values: list[float], q: float) -> float:
-    """Linear-interpolated percentile, as ``np.nanpercentile`` computes ASHA's cutoff."""
-    ordered = sorted(values)
+def _percentile(ordered: list[float], q: float) -> float:
+    """Linear-interpolated percentile of sorted values, as ``np.nanpercentile`` computes
+    ASHA's cutoff."""
     pos = q * (len(ordered) - 1)
     lo = math.floor(pos)
     hi = min(lo + 1, len(ordered) - 1)
@@ -151,34 +182,43 @@ def _simulate(
     drift: float,
     rng: random.Random,
 ) -> tuple[list[int], float]:
-    """One run of the async rule; returns epochs per trial (start order) and makespan."""
+    """One run of the async rule; returns epochs per trial (start order) and makespan.
+
+    A trial's events are its arrivals at the decision epochs and at ``max_epochs`` (nothing
+    happens in between), so a run costs trials x rungs, not trials x epochs.
+    """
     n, max_epochs = geometry.trials, geometry.max_epochs
-    decide = set(geometry.decision_epochs())
+    marks = (*geometry.decision_epochs(), max_epochs)
     q = 1.0 - 1.0 / geometry.reduction_factor
     # A trial keeps its rank at every rung (curves rarely cross); a sampler that learns
     # proposes better trials later, which then pass cutoffs set by earlier ones.
     score = [rng.random() + drift * i / max(n - 1, 1) for i in range(n)]
     # Configs differ in speed (model size, batch); mean epoch time stays 1.
     speed = [rng.lognormvariate(-(speed_sd**2) / 2, speed_sd) for _ in range(n)]
-    recorded: dict[int, list[float]] = {e: [] for e in decide}
+    recorded: list[list[float]] = [[] for _ in marks]  # each rung's scores, sorted
     epochs = [0] * n
-    events: list[tuple[float, int]] = []  # (time the trial finishes its next epoch, trial)
+    rung_of = [0] * n  # index in marks of the trial's next arrival
+    # (time the trial reaches its next mark, trial)
+    events: list[tuple[float, int]] = []
     started, now = 0, 0.0
     while started < min(workers, n):
-        heapq.heappush(events, (cold_epochs + startup_epochs + speed[started], started))
+        first = cold_epochs + startup_epochs + marks[0] * speed[started]
+        heapq.heappush(events, (first, started))
         started += 1
     while events:
         now, i = heapq.heappop(events)
-        epochs[i] += 1
-        e, stop = epochs[i], epochs[i] >= max_epochs
-        if e in decide:
-            rung = recorded[e]
-            stop = bool(rung) and score[i] < _percentile(rung, q)
-            rung.append(score[i])
+        k = rung_of[i]
+        e = epochs[i] = marks[k]
+        stop = e >= max_epochs
         if not stop:
-            heapq.heappush(events, (now + speed[i], i))
+            rung = recorded[k]
+            stop = bool(rung) and score[i] < _percentile(rung, q)
+            bisect.insort(rung, score[i])
+        if not stop:
+            rung_of[i] = k + 1
+            heapq.heappush(events, (now + (marks[k + 1] - e) * speed[i], i))
         elif started < n:
-            heapq.heappush(events, (now + startup_epochs + speed[started], started))
+            heapq.heappush(events, (now + startup_epochs + marks[0] * speed[started], started))
             started += 1
     return epochs, now
 
@@ -222,17 +262,24 @@ def estimate_work(
             f"`runs >= 1` must hold, but got ({epoch_s=}, {startup_s=}, {cold_start_s=}, "
             f"{workers=}, {runs=})."
         )
-    n = geometry.trials
+    n, workers = geometry.trials, min(workers, geometry.trials)
+    marks = (*geometry.decision_epochs(), geometry.max_epochs)
+    # The campaign replayed: at most SIM_TRIALS trials (fewer with many rungs), with the
+    # same share of them running at once; its figures are scaled back up below.
+    m = min(n, SIM_TRIALS, max(1, SIM_EVENTS // len(marks)))
+    scale = n / m
+    sim_workers = max(1, round(workers / scale))
+    sim = geometry.with_trials(m)
+    runs = max(1, min(runs, SIM_EVENTS // (m * len(marks))))
     totals: list[float] = []
     makespans: list[float] = []
-    prefix = [0.0] * (n + 1)
-    marks = (*geometry.decision_epochs(), geometry.max_epochs)
+    prefix = [0.0] * (m + 1)
     reach = [0.0] * len(marks)
     for k in range(runs):
         rng = random.Random(seed * 1_000_003 + k)
         per_trial, makespan = _simulate(
-            geometry,
-            workers,
+            sim,
+            sim_workers,
             startup_s / epoch_s,
             cold_start_s / epoch_s,
             speed_sd,
@@ -247,18 +294,22 @@ def estimate_work(
             prefix[i + 1] += running / runs
         for j, mark in enumerate(marks):
             reach[j] += sum(1 for e in per_trial if e >= mark) / runs
+    # n trials on `workers` take as long as m on `sim_workers` when the shares match; the
+    # rounding of sim_workers is undone.
+    wall_factor = scale * sim_workers / workers
     return WorkEstimate(
         geometry=geometry,
-        workers=min(workers, n),
+        workers=workers,
         epoch_s=epoch_s,
         startup_s=startup_s,
         trials=n,
-        trial_epochs=statistics.fmean(totals),
-        trial_epochs_sd=statistics.pstdev(totals),
-        wall_s=statistics.fmean(makespans) * epoch_s,
-        reach=tuple(reach),
-        prefix_epochs=tuple(prefix),
+        trial_epochs=statistics.fmean(totals) * scale,
+        trial_epochs_sd=statistics.pstdev(totals) * math.sqrt(scale),
+        wall_s=statistics.fmean(makespans) * epoch_s * wall_factor,
+        reach=tuple(r * scale for r in reach),
+        prefix_epochs=tuple(p * scale for p in prefix),
         cold_start_s=cold_start_s,
+        prefix_step=scale,
     )
 
 
@@ -310,13 +361,13 @@ def cost_to_finish(
         )
     if finished_epochs < 0 or running_epochs < 0:
         raise ValueError(f"epochs must be >= 0, but got {finished_epochs=}, {running_epochs=}.")
-    prefix = estimate.prefix_epochs
     k = trials_finished
-    pseudo = prior_trials * prefix[n] / n
-    ratio = (finished_epochs + pseudo) / (prefix[k] + pseudo)
+    total, done = estimate.prefix(n), estimate.prefix(k)
+    pseudo = prior_trials * total / n
+    ratio = (finished_epochs + pseudo) / (done + pseudo)
     unstarted = n - k - trials_running  # each runs at least to the first rung
     first = (*estimate.geometry.decision_epochs(), estimate.geometry.max_epochs)[0]
-    remaining = max(ratio * (prefix[n] - prefix[k]) - running_epochs, float(unstarted * first))
+    remaining = max(ratio * (total - done) - running_epochs, float(unstarted * first))
     share = remaining / estimate.trial_epochs if estimate.trial_epochs else 0.0
     return dataclasses.replace(
         estimate,
@@ -326,6 +377,7 @@ def cost_to_finish(
         wall_s=estimate.wall_s * share,
         reach=(),
         prefix_epochs=(),
+        prefix_step=1.0,
     )
 
 
