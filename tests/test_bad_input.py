@@ -483,6 +483,39 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "{path}: line 2.gpu_count: out of range (got 0; allowed an integer >= 1)",
     ),
     (
+        "gpu_count_beyond_any_machine",
+        "catalog",
+        INSTANCES + ROW.replace(",1,", ",64,"),
+        "{path}: line 2.gpu_count: must be at most 16 (got '64')\n"
+        "  To fix: use at most 16: the largest machines hold 16 GPUs",
+    ),
+    (
+        "gpu_count_of_thirty_digits",  # int() of thousands of digits would fail
+        "catalog",
+        INSTANCES + ROW.replace(",1,", "," + "9" * 30 + ","),
+        "{path}: line 2.gpu_count: must be at most 16 (got '" + "9" * 30 + "')\n"
+        "  To fix: use at most 16: the largest machines hold 16 GPUs",
+    ),
+    (
+        "price_beyond_any_machine",
+        "catalog",
+        INSTANCES + ROW.replace("0.50", "5e9"),
+        "{path}: line 2.ondemand_usd_per_hour: must be at most 10000 (got '5e9')\n"
+        "  To fix: use at most 10000: the dearest machine in the shipped catalog costs about "
+        "100 USD/h",
+    ),
+    (
+        "catalog_with_several_errors",  # every row and field is checked; all are reported
+        "catalog",
+        INSTANCES
+        + ROW.replace(",1,", ",0,").replace("0.50", "x")
+        + ROW.replace("box.1", "box.2").replace("2026-11-01", "soon"),
+        "{path}: line 2.gpu_count: out of range (got 0; allowed an integer >= 1)\n"
+        "{path}: line 2.ondemand_usd_per_hour: not a number (got 'x'; allowed a decimal "
+        "number)\n"
+        "{path}: line 3.as_of: not a date (got 'soon'; allowed YYYY-MM-DD)",
+    ),
+    (
         "date_not_iso",
         "catalog",
         INSTANCES + ROW.replace("2026-11-01", "01/11/2026"),
@@ -521,6 +554,13 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "gpus",
         GPUS + GPU_ROW.replace(",80,", ",0,"),
         "{path}: line 2.memory_gib: out of range (got '0'; allowed a number > 0)",
+    ),
+    (
+        "tflops_beyond_any_gpu",
+        "gpus",
+        GPUS + GPU_ROW.replace(",989,", ",1e9,"),
+        "{path}: line 2.fp16_bf16_tflops: must be at most 100000 (got '1e9')\n"
+        "  To fix: use at most 100000: the fastest GPUs do a few thousand dense TFLOP/s",
     ),
     (
         "duplicate_gpu",

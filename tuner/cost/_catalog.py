@@ -13,6 +13,8 @@ from types import MappingProxyType
 
 from tuner.cost._csvio import RowReader, read_rows
 from tuner.errors import SpecError, TunerWarning, closest
+from tuner.spec._checks import Checker
+from tuner.spec._limits import CATALOG
 
 __all__ = [
     "ARCHITECTURES",
@@ -216,27 +218,44 @@ def load_gpus(path: str | Path | None = None) -> Mapping[str, GpuSpec]:
     """
     file = Path(path) if path is not None else _data_file("gpus.csv")
     gpus: dict[str, GpuSpec] = {}
-    for line, row in read_rows(file, _GPU_REQUIRED, _GPU_OPTIONAL):
-        r = RowReader(str(file), line, row)
-        name = r.text("gpu")
-        if name in gpus:
-            raise SpecError(str(file), r.path("gpu"), "duplicate GPU model", got=name)
-        gpus[name] = GpuSpec(
-            name=name,
-            architecture=r.choice("architecture", ARCHITECTURES),
-            memory_gib=r.required_number("memory_gib", positive=True),
-            mem_bw_gb_s=r.number("mem_bw_gb_s", required=False, positive=True),
-            fp32_tflops=r.number("fp32_tflops", required=False, positive=True),
-            tf32_tflops=r.number("tf32_tflops", required=False, positive=True),
-            fp16_bf16_tflops=r.number("fp16_bf16_tflops", required=False, positive=True),
-            tdp_w=r.number("tdp_w", required=False, positive=True),
-            source=r.text("source"),
-            as_of=r.day("as_of"),
-            notes=r.text("notes", required=False),
-            aliases=tuple(
-                a.strip() for a in r.text("aliases", required=False).split(";") if a.strip()
-            ),
-        )
+    ck = Checker(str(file))
+    with ck.collecting():  # every row is read; the errors of all are raised at the end
+        each = ck.group()
+        for line, row in read_rows(file, _GPU_REQUIRED, _GPU_OPTIONAL):
+            with each:
+                r = RowReader(str(file), line, row, ck.group())
+                name = r.text("gpu")
+                if name in gpus:
+                    raise SpecError(str(file), r.path("gpu"), "duplicate GPU model", got=name)
+                tflops = CATALOG["tflops"]
+                spec = GpuSpec(
+                    name=name,
+                    architecture=r.choice("architecture", ARCHITECTURES),
+                    memory_gib=r.required_number(
+                        "memory_gib", positive=True, limit=CATALOG["gpu.memory_gib"]
+                    ),
+                    mem_bw_gb_s=r.number(
+                        "mem_bw_gb_s", required=False, positive=True, limit=CATALOG["mem_bw_gb_s"]
+                    ),
+                    fp32_tflops=r.number(
+                        "fp32_tflops", required=False, positive=True, limit=tflops
+                    ),
+                    tf32_tflops=r.number(
+                        "tf32_tflops", required=False, positive=True, limit=tflops
+                    ),
+                    fp16_bf16_tflops=r.number(
+                        "fp16_bf16_tflops", required=False, positive=True, limit=tflops
+                    ),
+                    tdp_w=r.number("tdp_w", required=False, positive=True, limit=CATALOG["tdp_w"]),
+                    source=r.text("source"),
+                    as_of=r.day("as_of"),
+                    notes=r.text("notes", required=False),
+                    aliases=tuple(
+                        a.strip() for a in r.text("aliases", required=False).split(";") if a.strip()
+                    ),
+                )
+                r.close()
+                gpus[name] = spec
     return MappingProxyType(gpus)
 
 
@@ -268,46 +287,56 @@ def load_instances(
     known = gpus if gpus is not None else load_gpus()
     instances: list[Instance] = []
     seen: set[tuple[str, str, str]] = set()
-    for line, row in read_rows(file, _INSTANCE_REQUIRED, _INSTANCE_OPTIONAL):
-        r = RowReader(str(file), line, row)
-        gpu = find_gpu(known, r.text("gpu"), source=str(file), path=r.path("gpu")).name
-        gpu_count = r.integer("gpu_count")
-        if not gpu_count:
-            raise SpecError(
-                str(file),
-                r.path("gpu_count"),
-                "out of range",
-                got=gpu_count,
-                allowed="an integer >= 1",
-            )
-        vcpus = r.integer("vcpus", required=False)
-        instance = Instance(
-            cloud=r.text("cloud"),
-            region=r.text("region"),
-            instance_type=r.text("instance_type"),
-            gpu=gpu,
-            gpu_count=gpu_count,
-            vcpus=vcpus,
-            memory_gib=r.number("memory_gib", required=False),
-            ondemand_usd_per_hour=r.required_number("ondemand_usd_per_hour", positive=True),
-            spot_usd_per_hour=r.number("spot_usd_per_hour", required=False, positive=True),
-            billing=r.text("billing", required=False),
-            source=r.text("source"),
-            as_of=r.day("as_of"),
-            notes=r.text("notes", required=False),
-        )
-        if instance.key in seen:
-            raise SpecError(
-                str(file),
-                f"line {line}",
-                "duplicate cloud/region/instance_type",
-                got="/".join(instance.key),
-                fix="keep one row per instance type",
-            )
-        seen.add(instance.key)
-        _warn_if_odd(instance, f"{file}: line {line}", max_price_age_days, today or date.today())
-        instances.append(instance)
+    source = str(file)
+    ck = Checker(source)
+    with ck.collecting():  # every row is read; the errors of all are raised at the end
+        each = ck.group()
+        for line, row in read_rows(file, _INSTANCE_REQUIRED, _INSTANCE_OPTIONAL):
+            with each:
+                r = RowReader(source, line, row, ck.group())
+                instance = _instance(r, known)
+                r.close()
+                if instance.key in seen:
+                    raise SpecError(
+                        source,
+                        f"line {line}",
+                        "duplicate cloud/region/instance_type",
+                        got="/".join(instance.key),
+                        fix="keep one row per instance type",
+                    )
+                seen.add(instance.key)
+                _warn_if_odd(
+                    instance, f"{file}: line {line}", max_price_age_days, today or date.today()
+                )
+                instances.append(instance)
     return tuple(instances)
+
+
+def _instance(r: RowReader, known: Mapping[str, GpuSpec]) -> Instance:
+    """One row of an instance catalog (placeholders where a field failed: see RowReader)."""
+    gpu = r.check(
+        lambda: find_gpu(known, r.text("gpu"), source=r.source, path=r.path("gpu")).name, ""
+    )
+    price = CATALOG["ondemand_usd_per_hour"]
+    return Instance(
+        cloud=r.text("cloud"),
+        region=r.text("region"),
+        instance_type=r.text("instance_type"),
+        gpu=gpu,
+        gpu_count=r.integer("gpu_count", limit=CATALOG["gpu_count"]) or 0,
+        vcpus=r.integer("vcpus", required=False, limit=CATALOG["vcpus"]),
+        memory_gib=r.number("memory_gib", required=False, limit=CATALOG["memory_gib"]),
+        ondemand_usd_per_hour=r.required_number(
+            "ondemand_usd_per_hour", positive=True, limit=price
+        ),
+        spot_usd_per_hour=r.number(
+            "spot_usd_per_hour", required=False, positive=True, limit=CATALOG["spot_usd_per_hour"]
+        ),
+        billing=r.text("billing", required=False),
+        source=r.text("source"),
+        as_of=r.day("as_of"),
+        notes=r.text("notes", required=False),
+    )
 
 
 def _warn_if_odd(instance: Instance, where: str, max_age_days: int, today: date) -> None:

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from datetime import date
 from pathlib import Path
+from typing import TypeVar
 
 from tuner.errors import SpecError, closest
+from tuner.spec._checks import Group
+from tuner.spec._limits import SIZES, Limit
+
+T = TypeVar("T")
 
 
 def read_rows(
@@ -93,19 +98,43 @@ def _rows(
 
 
 class RowReader:
-    """Reads typed fields from one CSV row; errors read ``file: line N.column: ...``."""
+    """Reads typed fields from one CSV row; errors read ``file: line N.column: ...``.
 
-    def __init__(self, source: str, line: int, row: Mapping[str, str]) -> None:
+    With a ``group`` each field's error is recorded and reading goes on (a placeholder
+    stands for the field); :meth:`close` then skips the row.
+    """
+
+    def __init__(
+        self, source: str, line: int, row: Mapping[str, str], group: Group | None = None
+    ) -> None:
         self.source = source
         self.line = line
         self.row = row
+        self.group = group
 
     def path(self, column: str) -> str:
         """Key path of ``column`` in this row, for error messages."""
         return f"line {self.line}.{column}"
 
+    def check(self, read: Callable[[], T], placeholder: T) -> T:
+        """``read()``; with a group, its error is recorded and ``placeholder`` returned."""
+        if self.group is None:
+            return read()
+        with self.group:
+            return read()
+        return placeholder
+
+    def close(self) -> None:
+        """Skips the row (:class:`~tuner.spec._checks.Skipped`) when a field failed."""
+        if self.group is not None:
+            self.group.close()
+
     def text(self, column: str, *, required: bool = True) -> str:
-        """A string field; empty is an error when ``required``."""
+        """A string field of at most ``SIZES["text"]`` characters; empty is an error when
+        ``required``."""
+        return self.check(lambda: self._text(column, required=required), "")
+
+    def _text(self, column: str, *, required: bool = True) -> str:
         value = self.row.get(column, "")
         if required and not value:
             raise SpecError(
@@ -114,11 +143,36 @@ class RowReader:
                 "required field is empty",
                 fix=f"fill in {column!r} on line {self.line}",
             )
+        limit = SIZES["text"]
+        if len(value) > limit.high:
+            raise SpecError(
+                self.source,
+                self.path(column),
+                f"has {len(value)} characters; at most {limit.show(limit.high)} are allowed",
+                got=value,
+                fix=limit.reason,
+            )
         return value
 
-    def number(self, column: str, *, required: bool = True, positive: bool = False) -> float | None:
-        """A non-negative finite float (strictly positive when ``positive``); empty -> None."""
-        raw = self.text(column, required=required)
+    def number(
+        self,
+        column: str,
+        *,
+        required: bool = True,
+        positive: bool = False,
+        limit: Limit | None = None,
+    ) -> float | None:
+        """A non-negative finite float (strictly positive when ``positive``) of at most
+        ``limit``'s high; empty -> None."""
+        return self.check(
+            lambda: self._number(column, required=required, positive=positive, limit=limit),
+            None,
+        )
+
+    def _number(
+        self, column: str, *, required: bool, positive: bool, limit: Limit | None
+    ) -> float | None:
+        raw = self._text(column, required=required)
         if not raw:
             return None
         try:
@@ -132,18 +186,33 @@ class RowReader:
             raise SpecError(
                 self.source, self.path(column), "out of range", got=raw, allowed=allowed
             )
+        if limit is not None:
+            self._at_most(column, value, raw, limit)
         return value
 
-    def required_number(self, column: str, *, positive: bool = False) -> float:
+    def _at_most(self, column: str, value: float, raw: str, limit: Limit) -> None:
+        if value > limit.high:
+            raise SpecError(
+                self.source,
+                self.path(column),
+                f"must be at most {limit.show(limit.high)}",
+                got=raw,
+                fix=limit.fix(),
+            )
+
+    def required_number(
+        self, column: str, *, positive: bool = False, limit: Limit | None = None
+    ) -> float:
         """Like :meth:`number` but the field must be present."""
-        value = self.number(column, positive=positive)
-        if value is None:  # unreachable: number() raises on an empty required field
-            raise SpecError(self.source, self.path(column), "required field is empty")
-        return value
+        value = self.number(column, positive=positive, limit=limit)
+        return 0.0 if value is None else value  # None only when recorded as missing
 
-    def integer(self, column: str, *, required: bool = True) -> int | None:
-        """A non-negative integer field; empty -> None."""
-        raw = self.text(column, required=required)
+    def integer(self, column: str, *, limit: Limit, required: bool = True) -> int | None:
+        """An integer field in ``limit``'s range; empty -> None."""
+        return self.check(lambda: self._integer(column, limit=limit, required=required), None)
+
+    def _integer(self, column: str, *, limit: Limit, required: bool) -> int | None:
+        raw = self._text(column, required=required)
         if not raw:
             return None
         if not (raw.isascii() and raw.isdigit()):  # "²".isdigit(), but int("²") fails
@@ -154,11 +223,27 @@ class RowReader:
                 got=raw,
                 allowed="0, 1, 2, ...",
             )
-        return int(raw)
+        digits = raw.lstrip("0") or "0"
+        if len(digits) > 18:  # beyond every limit (and int() of thousands of digits fails)
+            self._at_most(column, math.inf, raw, limit)
+        value = int(digits)
+        if value < limit.low:
+            raise SpecError(
+                self.source,
+                self.path(column),
+                "out of range",
+                got=value,
+                allowed=f"an integer >= {limit.show(limit.low)}",
+            )
+        self._at_most(column, value, raw, limit)
+        return value
 
     def day(self, column: str) -> date:
         """An ISO date (YYYY-MM-DD) field."""
-        raw = self.text(column)
+        return self.check(lambda: self._day(column), date.min)
+
+    def _day(self, column: str) -> date:
+        raw = self._text(column)
         try:
             return date.fromisoformat(raw)
         except ValueError:
@@ -168,7 +253,10 @@ class RowReader:
 
     def choice(self, column: str, allowed: Collection[str]) -> str:
         """A field from a closed set of names."""
-        raw = self.text(column)
+        return self.check(lambda: self._choice(column, allowed), next(iter(allowed)))
+
+    def _choice(self, column: str, allowed: Collection[str]) -> str:
+        raw = self._text(column)
         if raw not in allowed:
             raise SpecError(
                 self.source,
