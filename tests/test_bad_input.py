@@ -593,14 +593,42 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "profile_epoch_beyond_float",  # was: OverflowError from float()
         "profile",
         profile(trials=[{**TRIAL, "epoch_s": 10**400}]),
-        "{path}: trials[0]: malformed trial record (got 'int too large to convert to float')",
+        "{path}: trials[0].epoch_s: must be a finite number (got 1" + "0" * 400 + ")",
     ),
     (
         "profile_epochs_text",
         "profile",
         profile(trials=[{**TRIAL, "epochs": "three"}]),
-        '{path}: trials[0]: malformed trial record (got "invalid literal for int() with base '
-        "10: 'three'\")",
+        "{path}: trials[0].epochs: must be an integer >= 1 (got 'three')",
+    ),
+    (
+        "profile_key_typo",
+        "profile",
+        profile(trails=[]),
+        "{path}: trails: unknown key (allowed format, campaign, trainable, source, device, "
+        "gpu_name, precision, trials, summary) Did you mean 'trials'?\n"
+        "  To fix: measure it again with `tuner profile CAMPAIGN`",
+    ),
+    (
+        "profile_epoch_beyond_a_year",
+        "profile",
+        profile(trials=[{**TRIAL, "epoch_s": 1e9}]),
+        "{path}: trials[0].epoch_s: must be at most 31536000 (got 1000000000.0)\n"
+        "  To fix: use at most 31536000: an epoch is measured within a campaign, which lasts "
+        "under a year",
+    ),
+    (
+        "profile_with_several_errors",
+        "profile",
+        profile(
+            trials=[
+                {**TRIAL, "epochs": 0, "metrics": {"samples_per_s": float("inf")}},
+                {**TRIAL, "cold": "yes"},
+            ]
+        ),
+        "{path}: trials[0].epochs: must be an integer >= 1 (got 0)\n"
+        "{path}: trials[0].metrics.samples_per_s: must be a finite number (got inf)\n"
+        "{path}: trials[1].cold: must be true or false (got 'yes')",
     ),
     # ---- tuner profile --config files ----
     (

@@ -27,7 +27,10 @@ from typing import Any
 
 from tuner import atomic
 from tuner.contract import DEVICE_KEY, hyperparameters
-from tuner.errors import SpecError
+from tuner.errors import SpecError, closest
+from tuner.spec._checks import Checker, join
+from tuner.spec._limits import PROFILE, SIZES
+from tuner.spec._parse_space import check_plain
 
 __all__ = [
     "PROFILE_FORMAT",
@@ -183,60 +186,166 @@ class Profile:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "<dict>") -> Profile:
-        """Inverse of :meth:`to_dict`; SpecError naming the key for a malformed file."""
-        if not isinstance(data, Mapping):
-            raise SpecError(source, "<root>", "a profile is a JSON object", got=type(data).__name__)
-        if data.get("format") != PROFILE_FORMAT:
-            raise SpecError(
-                source,
-                "format",
-                "unsupported profile format",
-                got=data.get("format"),
-                allowed=str(PROFILE_FORMAT),
-                fix="measure it again with `tuner profile CAMPAIGN`",
-            )
-        for key in ("campaign", "trainable", "device", "precision", "trials"):
-            if key not in data:
-                raise SpecError(source, key, "missing key", fix="measure it again")
-        if not isinstance(data["trials"], list):
-            raise SpecError(
-                source,
-                "trials",
-                "must be a list of trial records",
-                got=type(data["trials"]).__name__,
-                fix="measure it again",
-            )
-        trials = []
-        for i, raw in enumerate(data["trials"]):
-            try:
-                trial = TrialProfile(
-                    trial=str(raw["trial"]),
-                    config=dict(raw.get("config", {})),
-                    epochs=int(raw["epochs"]),
-                    epoch_s=float(raw["epoch_s"]),
-                    startup_s=float(raw["startup_s"]),
-                    cold=bool(raw.get("cold", False)),
-                    total_s=float(raw.get("total_s", 0.0)),
-                    metrics=dict(raw.get("metrics", {})),
+        """Inverse of :meth:`to_dict`; SpecError naming the key for a malformed file (every
+        error of the file, as for a campaign: see :class:`~tuner.errors.SpecErrors`)."""
+        ck = Checker(source)
+        with ck.collecting():
+            profile = _parse_profile(ck, data)
+        return profile
+
+
+_TOP_KEYS: tuple[str, ...] = ("format", "campaign", "trainable", "source", "device", "gpu_name")
+_TOP_KEYS += ("precision",)
+_TOP_KEYS += ("trials", "summary")
+_REQUIRED = ("campaign", "trainable", "device", "precision", "trials")
+_TRIAL_KEYS = ("trial", "config", "epochs", "epoch_s", "startup_s", "cold", "total_s", "metrics")
+_TRIAL_REQUIRED = ("trial", "epochs", "epoch_s", "startup_s")
+_METRIC_KEYS = (*_MEAN_KEYS, "peak_mem_gib", *_FIRST_KEYS, *_TEXT_KEYS)
+
+
+def _known_keys(
+    ck: Checker,
+    data: Mapping[str, Any],
+    path: str,
+    allowed: tuple[str, ...],
+    required: tuple[str, ...],
+) -> None:
+    """Unknown keys (with the closest known one) and missing required keys, each an error."""
+    each = ck.group()
+    for key in data:
+        if key not in allowed:
+            with each:
+                ck.fail(
+                    join(path, key),
+                    "unknown key",
+                    allowed=list(allowed),
+                    suggestion=closest(key, allowed),
+                    fix="measure it again with `tuner profile CAMPAIGN`",
                 )
-            except (KeyError, TypeError, ValueError, OverflowError) as err:
-                raise SpecError(
-                    source, f"trials[{i}]", "malformed trial record", got=str(err)
-                ) from None
-            if not (math.isfinite(trial.epoch_s) and trial.epoch_s > 0):
-                raise SpecError(source, f"trials[{i}].epoch_s", "must be > 0", got=trial.epoch_s)
-            trials.append(trial)
-        if not trials:
-            raise SpecError(source, "trials", "no trial measured", fix="measure it again")
-        return cls(
-            campaign=str(data["campaign"]),
-            trainable=str(data["trainable"]),
-            source=str(data.get("source", "")),
-            device=str(data["device"]),
-            gpu_name=data.get("gpu_name"),
-            precision=str(data["precision"]),
-            trials=tuple(trials),
+    for key in required:
+        if key not in data:
+            with each:
+                ck.fail(join(path, key), "missing key", fix="measure it again")
+
+
+def _parse_profile(ck: Checker, data: Any) -> Profile:
+    if not isinstance(data, Mapping):
+        ck.fail("<root>", "a profile is a JSON object", got=type(data).__name__)
+    data = ck.mapping(data, "<root>")
+    if data.get("format") != PROFILE_FORMAT:
+        ck.fail(
+            "format",
+            "unsupported profile format",
+            got=data.get("format"),
+            allowed=str(PROFILE_FORMAT),
+            fix="measure it again with `tuner profile CAMPAIGN`",
         )
+    _known_keys(ck, data, "", _TOP_KEYS, _REQUIRED)
+    names = SIZES["name"]
+    each = ck.group()
+    with each:
+        campaign = ck.string(ck.required(data, "campaign"), "campaign", limit=names)
+    with each:
+        trainable = ck.string(ck.required(data, "trainable"), "trainable")
+    with each:
+        made_by = ck.string(data.get("source", ""), "source", nonempty=False)
+    with each:
+        device = ck.string(ck.required(data, "device"), "device", limit=names)
+    with each:
+        gpu_name = data.get("gpu_name")
+        gpu_name = None if gpu_name is None else ck.string(gpu_name, "gpu_name", limit=names)
+    with each:
+        precision = ck.string(ck.required(data, "precision"), "precision", limit=names)
+    with each:
+        trials = _parse_trials(ck, ck.required(data, "trials"))
+    each.close()
+    return Profile(
+        campaign=campaign,
+        trainable=trainable,
+        source=made_by,
+        device=device,
+        gpu_name=gpu_name,
+        precision=precision,
+        trials=trials,
+    )
+
+
+def _parse_trials(ck: Checker, raw: Any) -> tuple[TrialProfile, ...]:
+    if not isinstance(raw, list):
+        ck.fail(
+            "trials",
+            "must be a list of trial records",
+            got=type(raw).__name__,
+            fix="measure it again",
+        )
+    if not raw:
+        ck.fail("trials", "no trial measured", fix="measure it again")
+    ck.size(len(raw), "trials", PROFILE["trials"], "trial records")
+    each = ck.group()
+    trials = []
+    for i, record in enumerate(raw):
+        with each:
+            trials.append(_parse_trial(ck, record, f"trials[{i}]"))
+    each.close()
+    return tuple(trials)
+
+
+def _parse_trial(ck: Checker, raw: Any, path: str) -> TrialProfile:
+    raw = ck.mapping(raw, path, fix="measure it again")
+    _known_keys(ck, raw, path, _TRIAL_KEYS, _TRIAL_REQUIRED)
+    each = ck.group()
+    with each:
+        trial = ck.required(raw, "trial")
+        if isinstance(trial, bool) or not isinstance(trial, str | int):
+            ck.fail(join(path, "trial"), "must be a trial id (a string)", got=trial)
+        trial = str(trial)
+        ck.size(len(trial), join(path, "trial"), SIZES["name"], "characters", got=trial)
+    with each:
+        config = ck.mapping(raw.get("config", {}), join(path, "config"))
+        check_plain(ck, config, join(path, "config"))
+    figures: dict[str, float] = {}
+    for key in ("epoch_s", "startup_s", "total_s"):
+        with each:
+            if key in raw or key != "total_s":
+                figures[key] = ck.number(
+                    ck.required(raw, key), join(path, key), limit=PROFILE[f"trials[].{key}"]
+                )
+    with each:
+        epochs = ck.integer(
+            ck.required(raw, "epochs"), join(path, "epochs"), limit=PROFILE["trials[].epochs"]
+        )
+    with each:
+        cold = ck.boolean(raw.get("cold", False), join(path, "cold"))
+    with each:
+        metrics = _parse_metrics(ck, raw.get("metrics", {}), join(path, "metrics"))
+    each.close()
+    return TrialProfile(
+        trial=trial,
+        config=dict(config),
+        epochs=epochs,
+        epoch_s=figures["epoch_s"],
+        startup_s=figures["startup_s"],
+        cold=cold,
+        total_s=figures.get("total_s", 0.0),
+        metrics=metrics,
+    )
+
+
+def _parse_metrics(ck: Checker, raw: Any, path: str) -> dict[str, Any]:
+    raw = ck.mapping(raw, path)
+    _known_keys(ck, raw, path, _METRIC_KEYS, ())
+    each = ck.group()
+    for key, value in raw.items():
+        with each:
+            if key not in _METRIC_KEYS:
+                continue  # reported above
+            if key in _TEXT_KEYS:
+                if value is not None:
+                    ck.string(value, join(path, key), limit=SIZES["name"])
+            elif value is not None:
+                ck.number(value, join(path, key), limit=PROFILE[key])
+    each.close()
+    return dict(raw)
 
 
 def load_profile(path: str | Path) -> Profile:
