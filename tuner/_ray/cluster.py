@@ -222,7 +222,9 @@ def capacity_requested(spec: CampaignSpec, cluster: ClusterView, slots: int) -> 
     from ray.autoscaler.sdk import request_resources
 
     bundle = trial_request(spec)
-    request_resources(bundles=[bundle] * (slots * spec.resources.workers))
+    # No more than the cluster can ever hold: max_concurrent x workers is the user's number.
+    most = capacity(bundle, cluster.node_types, cluster.max_workers)
+    request_resources(bundles=[bundle] * min(slots * spec.resources.workers, most))
     try:
         yield
     finally:
