@@ -751,7 +751,7 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "cli",
         Cli(["rnu"]),
         "tuner: error: argument COMMAND: invalid choice: 'rnu' (choose from 'run', 'resume', "
-        "'show', 'report', 'profile', 'recommend', 'predict')",
+        "'show', 'list', 'status', 'report', 'profile', 'recommend', 'predict')",
     ),
     (
         "resume_missing_folder",

@@ -132,9 +132,9 @@ def test_run_cost_flags_are_checked_before_anything_starts(
 
 @pytest.mark.parametrize(
     ("status", "code"),
-    [("completed", 0), ("budget exhausted", 0), ("stopped: failure limit reached", 1)],
+    [("completed", 0), ("budget exhausted", 0), ("stopped: failure limit reached", 3)],
 )
-def test_run_exits_1_when_the_failure_limit_stopped_the_campaign(
+def test_run_exits_3_when_the_failure_limit_stopped_the_campaign(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str, code: int
 ) -> None:
     import tuner._ray.driver
