@@ -781,6 +781,13 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "or a string like '90s', '10m', '2h', '1h30m', '1.5h')",
     ),
     (
+        "recommend_deadline_below_a_millisecond",  # was: ValueError (5e-324 s / 3600 is 0 h)
+        "cli",
+        Cli([*RECOMMEND, "--budget", "50", "--deadline", "5e-324"]),
+        "error: <cli>: --deadline: must be at least 0.001s (got '5e-324')\n"
+        "  To fix: durations are counted to the millisecond",
+    ),
+    (
         "recommend_catalog_negative_price",
         "cli",
         Cli(

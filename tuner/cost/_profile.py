@@ -302,7 +302,8 @@ def _parse_trial(ck: Checker, raw: Any, path: str) -> TrialProfile:
         ck.size(len(trial), join(path, "trial"), SIZES["name"], "characters", got=trial)
     with each:
         config = ck.mapping(raw.get("config", {}), join(path, "config"))
-        check_plain(ck, config, join(path, "config"))
+        for key, value in config.items():
+            check_plain(ck, value, join(join(path, "config"), key))
     figures: dict[str, float] = {}
     for key in ("epoch_s", "startup_s", "total_s"):
         with each:

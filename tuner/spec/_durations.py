@@ -39,6 +39,14 @@ def parse_duration(
         raise SpecError(source, path, "must be a duration", got=value, allowed=_ALLOWED)
     if not math.isfinite(seconds) or seconds <= 0:
         raise SpecError(source, path, "must be a positive duration", got=value)
+    if seconds < limit.low:
+        raise SpecError(
+            source,
+            path,
+            f"must be at least {limit.show(limit.low)}",
+            got=value,
+            fix="durations are counted to the millisecond",
+        )
     if seconds > limit.high:
         raise SpecError(
             source, path, f"must be at most {limit.show(limit.high)}", got=value, fix=limit.fix()

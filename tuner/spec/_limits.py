@@ -94,7 +94,10 @@ EPOCHS = Limit(
     100_000,
     "a trial reports once per epoch; more than 100,000 reports of one trial is a typo",
 )
-DURATION = Limit("duration", 0, _YEAR_S, "no campaign runs for more than a year", low_open=True)
+# The shortest duration: seconds are counted to the millisecond (and divided by 3,600
+# without falling to 0).
+MIN_DURATION_S = 0.001
+DURATION = Limit("duration", MIN_DURATION_S, _YEAR_S, "no campaign runs for more than a year")
 USD = Limit(
     "number",
     0,
@@ -244,7 +247,7 @@ FLAGS: Mapping[str, Limit] = MappingProxyType(
         ),
         "--provision": Limit(
             "duration",
-            0,
+            MIN_DURATION_S,
             86400,
             "booting a machine and running its setup takes minutes, not days",
         ),
