@@ -4,7 +4,16 @@ Each property feeds one loader arbitrary text, arbitrary YAML/JSON-like structur
 random mutations of a valid input (keys dropped, values replaced or retyped). Any exception
 other than :class:`tuner.errors.TunerError` (argparse's usage error for the CLI) fails the
 test. Inputs that fuzzing found to crash a loader are rows of ``tests/test_bad_input.py``.
-No property starts Ray or imports torch; the whole file runs in seconds.
+
+The ``test_schema_*`` properties draw campaigns, catalogs, profiles and flags from tuner's
+own field definitions (``tests/schema_strategies.py``: the bounds table and the spec's
+enums) and run the real ``tuner run`` (``recommend``, ``predict``) up to where Ray would
+start: valid inputs get there, inputs with one field mutated exit 2 naming that field, with
+no traceback and nothing under runs/. The cases each property tries are in
+:data:`SCHEMA_CASES` (920 in all; with :data:`FUZZ`'s 100 for each of the 13 others,
+2,220 per run); hypothesis draws new ones on every run (no example database).
+
+No property starts Ray or imports torch; the whole file runs in about 30 s.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import io
 import json
 import math
 import os
+import shutil
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -27,6 +37,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import schema_strategies as schema
 from tests.conftest import files_under
 from tuner.cli import _args as _argtypes
 from tuner.cli import main
@@ -35,6 +46,7 @@ from tuner.cost._profile import Profile
 from tuner.errors import SpecError, TunerError
 from tuner.spec import load_campaign, load_config_file, parse_campaign, parse_duration
 from tuner.spec._checks import Checker
+from tuner.spec._limits import CAMPAIGN, FLAGS
 from tuner.spec._parse_space import parse_space
 from tuner.spec._yaml import load_yaml
 
@@ -515,3 +527,283 @@ def test_cli_predict(cli_folder: Path, flags: dict[str, str]) -> None:
     code, err = _run_cli(argv, cli_folder)
     assert code in (0, 2), (argv, err)
     assert "Traceback" not in err
+
+
+# ---- from the schema: the real `tuner run` (recommend, predict) up to where Ray would start ----
+#
+# Inputs are drawn from tuner's own field definitions (tests/schema_strategies.py reads the
+# bounds table and the spec's enums): valid ones must get as far as starting Ray, where a
+# stand-in for ray_session stops them; ones with one field mutated (a wrong type, a number
+# beyond its bound or below its range, a non-finite number, a huge string, a deep nesting,
+# an unknown key) must exit 2 with an error naming that field's key path, no traceback, and
+# nothing under runs/. Cases per property are in SCHEMA_CASES.
+
+SCHEMA_CASES = {
+    "valid_campaign": 80,
+    "mutated_campaign": 300,
+    "valid_catalog": 40,
+    "mutated_catalog": 120,
+    "valid_profile": 40,
+    "mutated_profile": 150,
+    "valid_recommend": 10,
+    "mutated_recommend": 60,
+    "valid_predict": 60,
+    "mutated_predict": 60,
+}
+
+
+def _schema(cases: str) -> Any:
+    return settings(FILES, max_examples=SCHEMA_CASES[cases])
+
+
+class _RayWouldStart(Exception):
+    """Raised where `tuner run` starts Ray: the input got past every check."""
+
+
+@pytest.fixture(scope="module")
+def schema_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A folder with the campaigns' trainable; each case writes its files here."""
+    root = tmp_path_factory.mktemp("schema")
+    (root / "schema_trainable.py").write_text("def train(config):\n    pass\n")
+    yield root
+    sys.modules.pop("schema_trainable", None)
+
+
+TRAINABLE = "schema_trainable:train"
+
+
+def _run_to_ray(argv: list[str], cwd: Path) -> tuple[int | str, str]:
+    """``main(argv)`` in ``cwd`` with Ray's start replaced by :class:`_RayWouldStart`:
+    ``("ray", output)`` when the input got that far, else the exit status and output."""
+    import tuner._ray.driver as driver
+
+    def ray_session(options: object) -> None:
+        raise _RayWouldStart
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(driver, "ray_session", ray_session)
+        mp.chdir(cwd)
+        mp.setattr(sys, "path", list(sys.path))
+        mp.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+        mp.setattr(sys, "stdout", out)
+        mp.setattr(sys, "stderr", err)
+        try:
+            code: int | str = main(argv)
+        except _RayWouldStart:
+            code = "ray"
+        except SystemExit as exc:  # argparse's usage errors
+            code = int(exc.code or 0)
+    return code, err.getvalue() + out.getvalue()
+
+
+def _names(output: str, source: str, path: str) -> bool:
+    """Whether an error line of ``output`` names ``path`` in ``source`` (or a key inside it:
+    a deep nesting is reported where it is too deep)."""
+    return any(
+        line.startswith(f"error: {source}: {path}")
+        and line[len(f"error: {source}: {path}") :][:1] in (":", "[", ".")
+        for line in output.splitlines()
+    )
+
+
+def _refused(code: int | str, output: str, runs: Path) -> None:
+    assert code == 2, output[-2000:]
+    assert "Traceback" not in output
+    assert not runs.exists()
+
+
+def _write_yaml(path: Path, data: Any) -> None:
+    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+
+
+def _write_csv(path: Path, table: list[list[str]]) -> None:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(table)
+    path.write_text(out.getvalue(), encoding="utf-8")
+
+
+@_schema("valid_campaign")
+@given(campaign=schema.campaigns(TRAINABLE), profile=schema.profiles(TRAINABLE))
+def test_schema_valid_campaigns_reach_ray(
+    schema_folder: Path, campaign: tuple[dict[str, Any], Any], profile: tuple[dict[str, Any], Any]
+) -> None:
+    from tuner.cost import AshaGeometry
+    from tuner.cost._profile import Profile
+    from tuner.cost._reality import predict_cost
+
+    doc, runs = campaign[0], schema_folder / "runs"
+    _write_yaml(schema_folder / "c.yaml", doc)
+    (schema_folder / "p.json").write_text(json.dumps(profile[0]))
+    argv = ["run", "c.yaml", "--runs-dir", str(runs), "--profile", "p.json"]
+    code, output = _run_to_ray(argv, schema_folder)
+    assert code == "ray", output[-2000:]
+    assert not runs.exists()
+    # What the driver computes once Ray is up, the run folder just made: the prediction.
+    spec = parse_campaign(doc, check_trainable=False)
+    predicted = predict_cost(
+        AshaGeometry.from_spec(spec),
+        workers=spec.resources.max_concurrent or 1,
+        gpus_per_trial=spec.resources.gpus_per_trial,
+        usd_per_gpu_hour=1000.0,
+        profile=Profile.from_dict(profile[0]),
+        runs=2,
+    )
+    assert all(math.isfinite(predicted[k]) for k in ("trial_epochs", "trial_s", "usd"))
+
+
+@_schema("mutated_campaign")
+@given(case=schema.mutated(schema.campaigns(TRAINABLE)))
+def test_schema_mutated_campaigns_exit_2_naming_the_key(
+    schema_folder: Path, case: tuple[Any, Any, str]
+) -> None:
+    doc, _, path = case
+    runs = schema_folder / "runs"
+    _write_yaml(schema_folder / "c.yaml", doc)
+    code, output = _run_to_ray(["run", "c.yaml", "--runs-dir", str(runs)], schema_folder)
+    _refused(code, output, runs)
+    assert _names(output, "c.yaml", path), (path, output[-2000:])
+
+
+def _minimal_campaign(**extra: Any) -> dict[str, Any]:
+    return {
+        "name": "schema",
+        "trainable": TRAINABLE,
+        "metric": "val_acc",
+        "mode": "max",
+        "space": {"lr": {"type": "float", "low": 1.0e-4, "high": 0.1, "log": True}},
+        "budget": {"trials": 4, "max_epochs": 4},
+        **extra,
+    }
+
+
+@pytest.fixture(scope="module")
+def gpu_names() -> list[str]:
+    return sorted(load_gpus())
+
+
+@_schema("valid_catalog")
+@pytest.mark.filterwarnings("ignore::tuner.cost.CatalogWarning")
+@given(data=st.data())
+def test_schema_valid_catalogs_reach_ray(
+    schema_folder: Path, gpu_names: list[str], data: st.DataObject
+) -> None:
+    table, _ = data.draw(schema.catalogs(gpu_names))
+    _write_csv(schema_folder / "mine.csv", table)
+    _write_yaml(schema_folder / "c.yaml", _minimal_campaign(pricing={"catalog": "mine.csv"}))
+    runs = schema_folder / "runs"
+    code, output = _run_to_ray(["run", "c.yaml", "--runs-dir", str(runs)], schema_folder)
+    assert code == "ray", output[-2000:]
+    assert not runs.exists()
+
+
+@_schema("mutated_catalog")
+@given(data=st.data())
+def test_schema_mutated_catalogs_exit_2_naming_the_field(
+    schema_folder: Path, gpu_names: list[str], data: st.DataObject
+) -> None:
+    table, _, where = data.draw(schema.mutated(data.draw(schema.catalogs(gpu_names))))
+    _write_csv(schema_folder / "mine.csv", table)
+    _write_yaml(schema_folder / "c.yaml", _minimal_campaign(pricing={"catalog": "mine.csv"}))
+    runs = schema_folder / "runs"
+    code, output = _run_to_ray(["run", "c.yaml", "--runs-dir", str(runs)], schema_folder)
+    _refused(code, output, runs)
+    source = "mine.csv"  # as the campaign names it
+    named = where in output if where == schema.UNKNOWN else _names(output, source, where)
+    assert named, (where, output[-2000:])
+
+
+@_schema("valid_profile")
+@given(profile=schema.profiles(TRAINABLE))
+def test_schema_valid_profiles_reach_ray(
+    schema_folder: Path, profile: tuple[dict[str, Any], Any]
+) -> None:
+    (schema_folder / "p.json").write_text(json.dumps(profile[0]))
+    _write_yaml(schema_folder / "c.yaml", _minimal_campaign())
+    runs = schema_folder / "runs"
+    argv = ["run", "c.yaml", "--runs-dir", str(runs), "--profile", "p.json"]
+    code, output = _run_to_ray(argv, schema_folder)
+    assert code == "ray", output[-2000:]
+
+
+@_schema("mutated_profile")
+@given(case=schema.mutated(schema.profiles(TRAINABLE)))
+def test_schema_mutated_profiles_exit_2_naming_the_key(
+    schema_folder: Path, case: tuple[Any, Any, str]
+) -> None:
+    profile, _, path = case
+    (schema_folder / "p.json").write_text(json.dumps(profile))
+    _write_yaml(schema_folder / "c.yaml", _minimal_campaign())
+    runs = schema_folder / "runs"
+    argv = ["run", "c.yaml", "--runs-dir", str(runs), "--profile", "p.json"]
+    code, output = _run_to_ray(argv, schema_folder)
+    _refused(code, output, runs)
+    assert _names(output, "p.json", path), (path, output[-2000:])
+
+
+RECOMMEND_FLAGS = {
+    flag: FLAGS[flag] for flag in ("--budget", "--gpus-per-trial", "--max-instances", "--provision")
+} | {"--deadline": CAMPAIGN["budget.deadline"]}
+PREDICT_LIMITS = {
+    flag: FLAGS[flag] for flag in ("--samples-per-s", "--flops-per-sample", "--non-scaling-share")
+}
+
+
+def _recommend(folder: Path, flags: dict[str, str]) -> tuple[int | str, str, Path]:
+    (folder / "p.json").write_text(json.dumps(_profile()))
+    _write_yaml(folder / "c.yaml", _minimal_campaign())
+    out = folder / "rec"
+    argv = ["recommend", "--campaign", "c.yaml", "--profile", "p.json", "--clouds", "aws"]
+    argv += ["--out", str(out)] + [f"{flag}={value}" for flag, value in flags.items()]
+    code, output = _run_to_ray(argv, folder)
+    return code, output, out
+
+
+@_schema("valid_recommend")
+@pytest.mark.filterwarnings("ignore::tuner.cost.CatalogWarning")
+@given(flags=schema.flags(RECOMMEND_FLAGS))
+def test_schema_valid_recommend_flags_are_accepted(
+    schema_folder: Path, flags: dict[str, str]
+) -> None:
+    code, output, out = _recommend(schema_folder, flags)
+    assert code == 0, output[-2000:]
+    assert (out / "recommend.json").is_file()
+    shutil.rmtree(out)
+
+
+@_schema("mutated_recommend")
+@pytest.mark.filterwarnings("ignore::tuner.cost.CatalogWarning")
+@given(flags=schema.flags(RECOMMEND_FLAGS), bad=schema.bad_flag(RECOMMEND_FLAGS))
+def test_schema_mutated_recommend_flags_exit_2_naming_the_flag(
+    schema_folder: Path, flags: dict[str, str], bad: tuple[str, str]
+) -> None:
+    code, output, out = _recommend(schema_folder, {**flags, bad[0]: bad[1]})
+    assert code == 2, output[-2000:]
+    assert "Traceback" not in output
+    assert f"argument {bad[0]}:" in output or f"<cli>: {bad[0]}:" in output, output[-2000:]
+    assert not out.exists()
+
+
+PREDICT_ARGV = ["predict", "--from", "A100-SXM4-40GB", "--to", "H100-SXM5", "--precision", "amp"]
+
+
+@_schema("valid_predict")
+@given(flags=schema.flags(PREDICT_LIMITS))
+def test_schema_valid_predict_flags_are_accepted(
+    schema_folder: Path, flags: dict[str, str]
+) -> None:
+    argv = PREDICT_ARGV + [f"{flag}={value}" for flag, value in flags.items()]
+    code, output = _run_to_ray(argv, schema_folder)
+    assert code == 0, output[-2000:]
+
+
+@_schema("mutated_predict")
+@given(flags=schema.flags(PREDICT_LIMITS), bad=schema.bad_flag(PREDICT_LIMITS))
+def test_schema_mutated_predict_flags_exit_2_naming_the_flag(
+    schema_folder: Path, flags: dict[str, str], bad: tuple[str, str]
+) -> None:
+    argv = PREDICT_ARGV + [f"{flag}={value}" for flag, value in {**flags, bad[0]: bad[1]}.items()]
+    code, output = _run_to_ray(argv, schema_folder)
+    assert code == 2, output[-2000:]
+    assert "Traceback" not in output
+    assert f"argument {bad[0]}:" in output, output[-2000:]
