@@ -60,7 +60,8 @@ def plot_png(rec: Recommendation) -> bytes:
         others = [(h, u) for p, h, u in points if not p.pareto]
         ax.scatter([h for h, _ in others], [u for _, u in others], color="0.6", s=18,
                    label="other options")  # fmt: skip
-        front = sorted((h, u, p) for p, h, u in points if p.pareto)
+        # By hours then dollars only: two options can tie on both (plans do not compare).
+        front = sorted(((h, u, p) for p, h, u in points if p.pareto), key=lambda t: t[:2])
         if front:
             ax.plot([h for h, _, _ in front], [u for _, u, _ in front], color="tab:orange",
                     marker="o", drawstyle="steps-post", label="Pareto front")  # fmt: skip

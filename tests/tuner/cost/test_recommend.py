@@ -121,3 +121,14 @@ def test_outputs_json_table_markdown_html() -> None:
     assert "Cheapest within the deadline: slow-cheap" in page
     for option in OPTIONS:
         assert f"<td>{option.name}</td>" in page
+
+
+def test_options_that_tie_on_the_pareto_front_are_plotted() -> None:
+    # Found by fuzzing recommend's flags: two options with the same hours and dollars are both
+    # on the front, and sorting the front compared their plans (TypeError).
+    from tuner.report._recommendation import plot_png
+
+    twins = [_option("twin-a", usd=2.0, epoch_s=60.0), _option("twin-b", usd=2.0, epoch_s=60.0)]
+    rec = recommend(twins, NEEDS, budget_usd=100.0, runs=5)
+    assert [p.pareto for p in rec.plans] == [True, True]
+    assert plot_png(rec).startswith(b"\x89PNG")
