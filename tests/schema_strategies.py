@@ -130,7 +130,11 @@ def _param(draw: st.DrawFn, name: str, grid: bool) -> tuple[dict[str, Any], list
             spec["log"] = True
         elif step > 1 or draw(st.booleans()):
             spec["step"] = step
-        leaves += [Leaf((*path, k), "int", bound) for k in spec if k in ("low", "high", "step")]
+        leaves += [
+            Leaf((*path, k), "int", CAMPAIGN[f"space.*.{k}"])
+            for k in spec
+            if k in ("low", "high", "step")
+        ]
     elif kind == "float":
         log = not grid and draw(st.booleans())
         if log:
@@ -143,7 +147,11 @@ def _param(draw: st.DrawFn, name: str, grid: bool) -> tuple[dict[str, Any], list
             spec = {"type": "float", "low": low, "high": low + step * draw(st.integers(1, 8))}
             if grid or draw(st.booleans()):
                 spec["step"] = step
-        leaves += [Leaf((*path, k), "number", bound) for k in spec if k in ("low", "high", "step")]
+        leaves += [
+            Leaf((*path, k), "number", CAMPAIGN[f"space.*.{k}"])
+            for k in spec
+            if k in ("low", "high", "step")
+        ]
     elif kind == "categorical":
         choices = draw(
             st.lists(

@@ -60,7 +60,7 @@ class Limit:
             return _duration_text(value)
         if float(value).is_integer() and abs(value) < 1e16:
             return str(int(value))
-        return f"{value:g}"
+        return f"{value:.12g}"
 
     def fix(self) -> str:
         """The ``To fix:`` line of a value above the range: the bound and the reason."""
@@ -191,7 +191,7 @@ CAMPAIGN: Mapping[str, Limit] = MappingProxyType(
         # space.<name>.low / high / step of an int or float parameter:
         "space.*.low": PARAM_BOUND,
         "space.*.high": PARAM_BOUND,
-        "space.*.step": PARAM_BOUND,
+        "space.*.step": Limit("number", 0, SAFE_INT, PARAM_BOUND.reason, low_open=True),
     }
 )
 

@@ -34,6 +34,7 @@ _KEYS: dict[str, tuple[str, ...]] = {
 }
 # Range ends and steps of int and float parameters.
 _BOUND = CAMPAIGN["space.*.low"]
+_STEP = CAMPAIGN["space.*.step"]
 _PARAM_FIX = (
     "write {type: float, low: ..., high: ...}, {type: int, low: ..., high: ...}, "
     "{choices: [...]} or {value: ...}"
@@ -175,7 +176,7 @@ def _parse_float(
         )
     step = None
     if spec.get("step") is not None:
-        step = ck.number(spec["step"], join(path, "step"), gt=0, limit=_BOUND)
+        step = ck.number(spec["step"], join(path, "step"), gt=0, limit=_STEP)
         if log:
             ck.fail(join(path, "step"), "cannot be combined with log: true", got=spec["step"])
         ratio = (high - low) / step
@@ -220,7 +221,7 @@ def _parse_int(ck: Checker, name: str, spec: Mapping[str, Any], path: str, log: 
         ck.fail(join(path, "low"), "must be >= 1 with log: true", got=low)
     step = 1
     if spec.get("step") is not None:
-        step = ck.integer(spec["step"], join(path, "step"), ge=1, limit=_BOUND)
+        step = ck.integer(spec["step"], join(path, "step"), ge=1, limit=_STEP)
         if log and step != 1:
             ck.fail(join(path, "step"), "must be 1 with log: true", got=step)
         if (high - low) % step:

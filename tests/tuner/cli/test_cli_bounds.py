@@ -91,7 +91,7 @@ def test_recommend_flags(
         (["--samples-per-s", "1e10"], "argument --samples-per-s: expected at most 1000000000"),
         (["--samples-per-s=-inf"], "argument --samples-per-s: expected a number > 0"),
         (["--samples-per-s", "9", "--flops-per-sample", "1e19"], "expected at most 1e+18"),
-        (["--samples-per-s", "9", "--non-scaling-share", "1"], "expected at most 1"),
+        (["--samples-per-s", "9", "--non-scaling-share", "1"], "expected at most 0.999999999"),
         (["--samples-per-s", "9", "--non-scaling-share", "-0.1"], "expected a number >= 0"),
     ],
 )
