@@ -160,3 +160,17 @@ def test_every_flag_limit_has_a_reason_and_a_finite_range() -> None:
     for name, limit in [*CAMPAIGN.items(), *FLAGS.items(), *SIZES.items()]:
         assert limit.reason, name
         assert math.isfinite(limit.high) and limit.low <= limit.high, name
+
+
+def test_the_docs_give_every_bound() -> None:
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "campaign-files.md").read_text()
+    rows = {line.split("|")[1].strip(): line for line in doc.splitlines() if line.startswith("| `")}
+    for key, limit in CAMPAIGN.items():
+        if key.startswith("space."):
+            continue
+        row = next(line for name, line in rows.items() if f"`{key}`" in name)
+        assert f"to {limit.show(limit.high)} " in row, key
+    for flag, limit in FLAGS.items():
+        row = next(line for name, line in rows.items() if f"{flag}`" in name)
+        high = limit.show(limit.high)
+        assert f"to {high} " in row or f"to below {high}" in row or "below 1" in row, flag
