@@ -216,6 +216,30 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "{path}: budget.trials: must be an integer >= 1 (got 'four')",
     ),
     (
+        "trials_beyond_any_campaign",  # was: OverflowError in the cost prediction, exit 1,
+        "campaign",  # after the run folder was written
+        campaign("trials: 4", "trials: 1000000000000000000000000000000"),
+        "{path}: budget.trials: must be at most 100000 (got 1000000000000000000000000000000)\n"
+        "  To fix: use at most 100000: Ray Tune keeps every trial in the driver's memory, "
+        "and its own scalability benchmarks stop at 10,000 trials",
+    ),
+    (
+        "max_epochs_beyond_float",  # was: OverflowError from ASHA's rungs (int / int)
+        "campaign",
+        campaign("max_epochs: 3", "max_epochs: 1" + "0" * 400),
+        "{path}: budget.max_epochs: must be at most 100000 (got 1" + "0" * 400 + ")\n"
+        "  To fix: use at most 100000: a trial reports once per epoch; more than 100,000 "
+        "reports of one trial is a typo",
+    ),
+    (
+        "campaign_with_several_errors",  # each is reported, not only the first
+        "campaign",
+        campaign("trials: 4", "trials: 0").replace("mode: max", "mode: maxx"),
+        "{path}: mode: unknown mode (got 'maxx'; allowed min, max) Did you mean 'max'?\n"
+        "  To fix: min to minimize val_acc, max to maximize it\n"
+        "{path}: budget.trials: must be an integer >= 1 (got 0)",
+    ),
+    (
         "budget_usd_negative",
         "campaign",
         campaign("max_epochs: 3", "max_epochs: 3\n  usd: -5"),
@@ -677,6 +701,14 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "cli",
         Cli(["run", "{tmp}/ok.yaml", "--trials", "0"]),
         RUN_USAGE_ERROR + "argument --trials: expected a whole number >= 1, got '0'",
+    ),
+    (
+        "run_trials_beyond_any_campaign",
+        "cli",
+        Cli(["run", "{tmp}/ok.yaml", "--trials", "100000000000000000000"]),
+        "error: <cli>: --trials: must be at most 100000 (got 100000000000000000000)\n"
+        "  To fix: use at most 100000: Ray Tune keeps every trial in the driver's memory, "
+        "and its own scalability benchmarks stop at 10,000 trials",
     ),
     (
         "run_gpu_hours_nan",
