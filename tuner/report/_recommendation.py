@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,10 +22,16 @@ __all__ = ["plot_png", "render_html", "write_recommendation"]
 
 
 def _priced(rec: Recommendation) -> list[tuple[OptionPlan, float, float]]:
+    """The plans that can be plotted: they fit, with finite hours and dollars (spot that
+    never finishes is infinite)."""
     return [
         (p, p.wall_h, p.usd)
         for p in rec.plans
-        if p.fits and p.wall_h is not None and p.usd is not None
+        if p.fits
+        and p.wall_h is not None
+        and p.usd is not None
+        and math.isfinite(p.wall_h)
+        and math.isfinite(p.usd)
     ]
 
 
@@ -78,9 +85,11 @@ def plot_png(rec: Recommendation) -> bytes:
                            zorder=5, label=f"{text}: {_label(pick)}")  # fmt: skip
         notes = []
         if costs:
-            if max(hours) / min(hours) > 10:
+            # A log axis for a spread over 10x; a dollar figure that underflowed to 0 (a
+            # price of 1e-300 USD/h) keeps the axis linear rather than dividing by it.
+            if min(hours) > 0 and max(hours) > 10 * min(hours):
                 ax.set_xscale("log")
-            if max(costs) / min(costs) > 10:
+            if min(costs) > 0 and max(costs) > 10 * min(costs):
                 ax.set_yscale("log")
             if rec.budget_usd <= 3 * max(costs):
                 ax.axhline(rec.budget_usd, color="tab:red", linestyle="--", label="budget")

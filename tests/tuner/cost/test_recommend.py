@@ -132,3 +132,14 @@ def test_options_that_tie_on_the_pareto_front_are_plotted() -> None:
     rec = recommend(twins, NEEDS, budget_usd=100.0, runs=5)
     assert [p.pareto for p in rec.plans] == [True, True]
     assert plot_png(rec).startswith(b"\x89PNG")
+
+
+def test_a_price_that_rounds_to_zero_dollars_is_plotted() -> None:
+    # Found by trying the bounds: a catalog price of 5e-324 USD/h gives 0 dollars, and the
+    # plot divided by the smallest cost to choose a log axis (ZeroDivisionError).
+    from tuner.report._recommendation import plot_png
+
+    options = [_option("free", usd=5e-324, epoch_s=60.0), _option("paid", usd=2.0, epoch_s=30.0)]
+    rec = recommend(options, NEEDS, budget_usd=100.0, runs=5)
+    assert _plan(rec, "free").usd == 0.0
+    assert plot_png(rec).startswith(b"\x89PNG")
