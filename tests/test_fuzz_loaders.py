@@ -28,7 +28,7 @@ import os
 import shutil
 import sys
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -749,11 +749,13 @@ PREDICT_LIMITS = {
 }
 
 
-def _recommend(folder: Path, flags: dict[str, str]) -> tuple[int | str, str, Path]:
+def _recommend(
+    folder: Path, flags: dict[str, str], extra: Sequence[str] = ("--clouds", "aws")
+) -> tuple[int | str, str, Path]:
     (folder / "p.json").write_text(json.dumps(_profile()))
     _write_yaml(folder / "c.yaml", _minimal_campaign())
     out = folder / "rec"
-    argv = ["recommend", "--campaign", "c.yaml", "--profile", "p.json", "--clouds", "aws"]
+    argv = ["recommend", "--campaign", "c.yaml", "--profile", "p.json", *extra]
     argv += ["--out", str(out)] + [f"{flag}={value}" for flag, value in flags.items()]
     code, output = _run_to_ray(argv, folder)
     return code, output, out
@@ -761,11 +763,20 @@ def _recommend(folder: Path, flags: dict[str, str]) -> tuple[int | str, str, Pat
 
 @_schema("valid_recommend")
 @pytest.mark.filterwarnings("ignore::tuner.cost.CatalogWarning")
-@given(flags=schema.flags(RECOMMEND_FLAGS))
+@given(flags=schema.flags(RECOMMEND_FLAGS), spot=st.booleans(), data=st.data())
 def test_schema_valid_recommend_flags_are_accepted(
-    schema_folder: Path, flags: dict[str, str]
+    schema_folder: Path,
+    gpu_names: list[str],
+    flags: dict[str, str],
+    spot: bool,
+    data: st.DataObject,
 ) -> None:
-    code, output, out = _recommend(schema_folder, flags)
+    # Priced on a catalog drawn from its field definitions too (its clouds only).
+    table, _ = data.draw(schema.catalogs(gpu_names))
+    _write_csv(schema_folder / "mine.csv", table)
+    clouds = ",".join(sorted({row[0] for row in table[1:]}))
+    extra = ["--catalog", "mine.csv", "--clouds", clouds] + (["--spot"] if spot else [])
+    code, output, out = _recommend(schema_folder, flags, extra)
     assert code == 0, output[-2000:]
     assert (out / "recommend.json").is_file()
     shutil.rmtree(out)
