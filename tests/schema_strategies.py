@@ -182,7 +182,8 @@ def campaigns(draw: st.DrawFn, trainable: str) -> tuple[dict[str, Any], list[Lea
         return draw(numbers(limit))
 
     sampler = draw(st.sampled_from([s.value for s in SamplerType]))
-    grid = sampler == SamplerType.GRID.value
+    # The grid and GP samplers list values: their spaces stay small (see SIZES).
+    grid = sampler in (SamplerType.GRID.value, SamplerType.GP.value)
     names = draw(st.lists(IDENT, min_size=1, max_size=4, unique=True))
     space: dict[str, Any] = {}
     for name in names:

@@ -240,6 +240,18 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "{path}: budget.trials: must be an integer >= 1 (got 0)",
     ),
     (
+        "gp_sampler_int_range_it_would_list",  # was: MemoryError in Optuna's GP sampler,
+        "campaign",  # at the first trial, after the run folder was written
+        campaign("  max_epochs: 3", "  max_epochs: 3\nsampler: {type: gp}").replace(
+            "  optimizer: {choices: [sgd, adam]}",
+            "  optimizer: {choices: [sgd, adam]}\n  units: {type: int, low: 1, high: 100000000}",
+        ),
+        "{path}: sampler.type: the GP sampler would list 100000000 values of int and stepped "
+        "parameters; at most 1000000 are allowed (got 'gp')\n"
+        "  To fix: Optuna's GP sampler lists every value of each int and stepped parameter at "
+        "every trial: use fewer values (a larger step, fewer choices) or another sampler",
+    ),
+    (
         "budget_usd_negative",
         "campaign",
         campaign("max_epochs: 3", "max_epochs: 3\n  usd: -5"),

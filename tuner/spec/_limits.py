@@ -216,6 +216,13 @@ SIZES: Mapping[str, Limit] = MappingProxyType(
         "space": Limit("int", 1, 1000, "Optuna's samplers model every parameter at every trial"),
         "space.*.choices": Limit("int", 1, 10_000, "a sampler weighs every choice at every trial"),
         "grid": GRID_POINTS,
+        "gp_values": Limit(
+            "int",
+            1,
+            1_000_000,
+            "Optuna's GP sampler lists every value of each int and stepped parameter at every "
+            "trial",
+        ),
         "steps": STEPS,
         "depth": Limit(
             "int",

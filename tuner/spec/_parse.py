@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,7 +30,7 @@ from tuner.spec._checks import (
 from tuner.spec._durations import parse_duration
 from tuner.spec._frozen import FrozenDict, freeze
 from tuner.spec._limits import CAMPAIGN, MIN_REDUCTION_FACTOR, RESOURCE_UNIT, SIZES
-from tuner.spec._params import CategoricalParam, FloatParam, IntParam, Space
+from tuner.spec._params import CategoricalParam, FloatParam, IntParam, Param, Space
 from tuner.spec._parse_space import check_key_name, check_plain, parse_space
 from tuner.spec._trainable import check_trainable_ref, resolve_trainable
 
@@ -298,9 +299,9 @@ def _parse_sampler(ck: Checker, value: Any, space: Space | None) -> SamplerSpec:
                         "the grid sampler needs finitely many values, but this float has no step",
                         fix="add a step to it, or use another sampler (tpe, random, qmc, ...)",
                     )
-    if kind is SamplerType.GRID and space is not None:
+    if kind in (SamplerType.GRID, SamplerType.GP) and space is not None:
         with each:
-            _check_grid_size(ck, space)
+            _check_listed_values(ck, kind, space)
     with each:
         seed = section.get("seed")
         seed = None if seed is None else check_seed(ck, seed, "sampler.seed")
@@ -308,22 +309,36 @@ def _parse_sampler(ck: Checker, value: Any, space: Space | None) -> SamplerSpec:
     return SamplerSpec(type=kind, seed=seed, startup_trials=startup)
 
 
-def _check_grid_size(ck: Checker, space: Space) -> None:
-    """Optuna's grid sampler lists every combination: their number is bounded."""
-    points = 1
-    for param in space:
-        if isinstance(param, IntParam):
-            points *= (param.high - param.low) // param.step + 1
-        elif isinstance(param, FloatParam) and param.step is not None:
-            points *= round((param.high - param.low) / param.step) + 1
-        elif isinstance(param, CategoricalParam):
-            points *= len(param.choices)
-    limit = SIZES["grid"]
-    if points > limit.high:
+def _values(param: Param) -> int:
+    """How many values a parameter takes (1 for a continuous float: it is not listed)."""
+    if isinstance(param, IntParam):
+        return (param.high - param.low) // param.step + 1
+    if isinstance(param, FloatParam) and param.step is not None:
+        return round((param.high - param.low) / param.step) + 1
+    if isinstance(param, CategoricalParam):
+        return len(param.choices)
+    return 1
+
+
+def _check_listed_values(ck: Checker, kind: SamplerType, space: Space) -> None:
+    """Optuna's grid sampler lists every combination of values, and its GP sampler every
+    value of each int and stepped parameter (categoricals aside): both are bounded."""
+    if kind is SamplerType.GRID:
+        limit, listed = SIZES["grid"], math.prod(_values(p) for p in space)
+        what = f"the grid has {listed} points"
+    else:
+        limit = SIZES["gp_values"]
+        listed = sum(
+            _values(p)
+            for p in space
+            if isinstance(p, IntParam) or (isinstance(p, FloatParam) and p.step is not None)
+        )
+        what = f"the GP sampler would list {listed} values of int and stepped parameters"
+    if listed > limit.high:
         ck.fail(
             "sampler.type",
-            f"the grid has {points} points; at most {limit.show(limit.high)} are allowed",
-            got="grid",
+            f"{what}; at most {limit.show(limit.high)} are allowed",
+            got=kind.value,
             fix=f"{limit.reason}: use fewer values (a larger step, fewer choices) or another "
             "sampler",
         )

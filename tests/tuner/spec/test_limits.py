@@ -147,6 +147,22 @@ def test_the_grid_sampler_refuses_a_grid_it_would_have_to_list() -> None:
     parse_campaign(edited({"space": ok, "sampler": "grid", "fixed": {}}), check_trainable=False)
 
 
+def test_the_gp_sampler_refuses_int_ranges_it_would_have_to_list() -> None:
+    # Optuna's GP sampler makes np.arange(low, high + 1, step) of each int and stepped
+    # parameter: 2**53 values were a MemoryError inside the first trial's sampling.
+    space = {
+        "n": {"type": "int", "low": 0, "high": 2**53},
+        "x": {"type": "float", "low": 0, "high": 1},
+    }
+    err = _error({"space": space, "sampler": "gp", "fixed": {}})
+    assert err.path == "sampler.type"
+    assert err.problem.startswith("the GP sampler would list 9007199254740993 values")
+    # (the continuous float is not listed)
+    ok = {**space, "n": {"type": "int", "low": 0, "high": 999_998}}
+    parse_campaign(edited({"space": ok, "sampler": "gp", "fixed": {}}), check_trainable=False)
+    parse_campaign(edited({"space": space, "sampler": "tpe", "fixed": {}}), check_trainable=False)
+
+
 def test_a_huge_campaign_file_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(edited({})) + "#" * int(SIZES["file"].high))
