@@ -114,6 +114,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=whole_number, help="override sampler.seed")
     parser.add_argument("--name", help="campaign name (and run folder name)")
     parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate the campaign and print its plan (trials, rungs, trials at once, "
+        "predicted trial-epochs, with --profile hours and dollars); start and write nothing",
+    )
+    parser.add_argument(
         "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
     )
     parser.add_argument(

@@ -49,12 +49,6 @@ def add_run_command(subparsers: Any) -> None:
     )
     add_run_arguments(run)
     add_ray_arguments(run)
-    run.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="validate the campaign and print its plan (trials, rungs, trials at once, "
-        "predicted trial-epochs, with --profile hours and dollars); start and write nothing",
-    )
     run.set_defaults(handler=_cmd_run)
 
 
