@@ -17,7 +17,7 @@ from typing import Any
 from tuner import rundir
 from tuner.cost import AshaGeometry, Profile
 from tuner.cost._reality import predict_cost
-from tuner.spec import CampaignSpec, SchedulerType, format_duration
+from tuner.spec import CampaignSpec, format_duration
 
 __all__ = ["format_plan", "make_plan"]
 
@@ -64,12 +64,6 @@ def make_plan(
     gpus = float(num_gpus if num_gpus is not None else _local_gpus())
     slots = None if joined else _slots(spec, cpus, gpus)
     scheduler = spec.scheduler
-    rungs: list[int] = []
-    if scheduler.type is SchedulerType.ASHA:
-        epoch = float(scheduler.grace_period)
-        while epoch < spec.budget.max_epochs:
-            rungs.append(round(epoch))
-            epoch *= scheduler.reduction_factor
     predicted = predict_cost(
         geometry,
         workers=max(1, slots or 1),
@@ -87,7 +81,7 @@ def make_plan(
         "search": f"{spec.sampler.type.value} + {scheduler.type.value}",
         "trials": budget.trials,
         "max_epochs": budget.max_epochs,
-        "rungs": rungs,
+        "rungs": list(geometry.decision_epochs()),
         "per_trial": {
             "workers": spec.resources.workers,
             "cpu": spec.resources.cpus_per_trial,

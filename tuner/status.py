@@ -133,10 +133,12 @@ def ended_document(
     states = summary.get("states") or {}
     best = summary.get("best")
     budget = summary.get("budget") or None
+    from tuner.finish import Status  # the summary's wording of the end is its own
+
     status = str(summary.get("status", ""))
-    if status == "stopped: failure limit reached":
+    if status == Status.FAILURE_LIMIT:
         state = State.STOPPED
-    elif status == "not finished":
+    elif status == Status.UNFINISHED:
         state = State.DIED
     else:
         state = State.FINISHED

@@ -39,6 +39,7 @@ from tuner._ray.cluster import (
     refuse_infeasible,
 )
 from tuner._ray.failures import FailureWatch
+from tuner._ray.progress import running_document
 from tuner._ray.snapshot import (
     ORPHAN_DIR,
     recover_trial_logs,
@@ -70,7 +71,7 @@ from tuner.finish import (
 from tuner.rundir import is_uri, upload
 from tuner.spec import CampaignSpec, Mode, load_campaign
 from tuner.standings import Standings
-from tuner.status import State, ended_document, status_document, write_status
+from tuner.status import ended_document, write_status
 from tuner.study import checkpoint_study, open_study
 from tuner.summary import format_failures, format_table, load_rows, standings
 
@@ -262,31 +263,13 @@ def resume_campaign(
 
 def _starting(campaign: Campaign) -> dict[str, Any]:
     """status.json before the first trial reports (the live line then takes over)."""
-    earlier = campaign.earlier
-    spec = campaign.spec
-    best = None
-    if earlier is not None and earlier.best_value is not None:
-        best = {
-            "metric": spec.metric,
-            "mode": spec.mode.value,
-            "value": earlier.best_value,
-            "trial": earlier.best_trial,
-        }
-    done = earlier.count_not_in(set()) if earlier is not None else 0
-    return status_document(
-        run_dir=campaign.run_dir,
-        name=spec.name,
-        state=State.RUNNING,
-        status="running",
-        trials={
-            "total": spec.budget.trials,
-            "done": done,
-            "stopped_early": earlier.stopped_early if earlier is not None else 0,
-            "failed": campaign.watch.count if campaign.watch is not None else 0,
-        },
-        best=best,
-        spend=campaign.guard.live() if campaign.guard is not None else None,
-        started_unix_s=campaign.started_unix_s,
+    earlier = campaign.earlier or Standings(maximize=campaign.spec.mode is Mode.MAX)
+    return running_document(
+        campaign,
+        earlier,
+        done=earlier.count_not_in(set()),
+        failed=campaign.watch.count if campaign.watch is not None else 0,
+        money=campaign.guard.live() if campaign.guard is not None else None,
     )
 
 

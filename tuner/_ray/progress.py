@@ -86,6 +86,45 @@ def format_block(line: str, *, done: int, total: int, money: dict[str, Any] | No
     return lines
 
 
+def running_document(
+    campaign: Campaign,
+    standings: Standings,
+    *,
+    done: int,
+    failed: int,
+    money: dict[str, Any] | None,
+    running: int = 0,
+    pending: int = 0,
+) -> dict[str, Any]:
+    """The status document of a running campaign (:mod:`tuner.status`)."""
+    spec = campaign.spec
+    best = None
+    if standings.best_value is not None:
+        best = {
+            "metric": spec.metric,
+            "mode": spec.mode.value,
+            "value": standings.best_value,
+            "trial": standings.best_trial,
+        }
+    return status_document(
+        run_dir=campaign.run_dir,
+        name=spec.name,
+        state=State.RUNNING,
+        status="running",
+        trials={
+            "total": spec.budget.trials,
+            "done": done,
+            "running": running,
+            "pending": pending,
+            "stopped_early": standings.stopped_early,
+            "failed": failed,
+        },
+        best=best,
+        spend=money,
+        started_unix_s=campaign.started_unix_s,
+    )
+
+
 class ProgressCallback(Callback):
     """Prints campaign progress; a Ray Tune callback run in the driver."""
 
@@ -178,34 +217,16 @@ class ProgressCallback(Callback):
     ) -> None:
         """Writes the running campaign's status.json (what ``tuner list`` reads)."""
         watch = campaign.watch
-        standings = self._standings
-        done = counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0) + self._untracked
-        best = None
-        if standings.best_value is not None:
-            best = {
-                "metric": self._metric,
-                "mode": "max" if self._maximize else "min",
-                "value": standings.best_value,
-                "trial": standings.best_trial,
-            }
         write_status(
             campaign.run_dir,
-            status_document(
-                run_dir=campaign.run_dir,
-                name=campaign.spec.name,
-                state=State.RUNNING,
-                status="running",
-                trials={
-                    "total": self._total,
-                    "done": done,
-                    "running": counts.get(Trial.RUNNING, 0) + counts.get(Trial.PAUSED, 0),
-                    "pending": counts.get(Trial.PENDING, 0),
-                    "stopped_early": standings.stopped_early,
-                    "failed": watch.count if watch is not None else counts.get(Trial.ERROR, 0),
-                },
-                best=best,
-                spend=money,
-                started_unix_s=campaign.started_unix_s,
+            running_document(
+                campaign,
+                self._standings,
+                done=counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0) + self._untracked,
+                running=counts.get(Trial.RUNNING, 0) + counts.get(Trial.PAUSED, 0),
+                pending=counts.get(Trial.PENDING, 0),
+                failed=watch.count if watch is not None else counts.get(Trial.ERROR, 0),
+                money=money,
             ),
         )
 
