@@ -26,7 +26,7 @@ from optuna.trial import TrialState
 
 from tests.conftest import kill_session, run_cli, tiny_digits_campaign
 from tuner import rundir
-from tuner._ray.snapshot import current_slot
+from tuner._ray.snapshot import BACKUP_DIR, CURRENT_FILE, current_slot
 from tuner.status import read_status
 from tuner.summary import load_rows, standings
 
@@ -47,6 +47,12 @@ def _finished_ids(run_dir: Path) -> list[str]:
     """Trials ASHA's state records as finished (none before the first one finished)."""
     state = run_dir / rundir.SCHEDULER_STATE_FILE
     return list(json.loads(state.read_text())["finished"]) if state.exists() else []
+
+
+def _snapshot_time(run_dir: Path) -> float:
+    """When the last whole snapshot of the Tune experiment was kept (0 before the first)."""
+    pointer = run_dir / BACKUP_DIR / CURRENT_FILE
+    return pointer.stat().st_mtime if pointer.exists() else 0.0
 
 
 def _result_lines(run_dir: Path) -> dict[str, int]:
@@ -100,12 +106,19 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
         stderr=subprocess.STDOUT,
     )
     try:
+        # Kill as soon as three trials have finished and a whole snapshot of the Tune
+        # experiment has landed: not after a fixed sleep, in which a fast machine finished
+        # the whole campaign (CI did: status FINISHED, nothing left to resume).
         deadline = time.monotonic() + 240
         while _finished_trials(run_dir) < 3:
             assert driver.poll() is None, log_path.read_text()
             assert time.monotonic() < deadline, "campaign made no progress"
-            time.sleep(0.2)
-        time.sleep(1.5)  # let a snapshot of the Tune experiment land mid-campaign
+            time.sleep(0.05)
+        three_done = time.time()
+        while _snapshot_time(run_dir) <= three_done:  # a snapshot taken since
+            assert driver.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, "no snapshot of the experiment landed"
+            time.sleep(0.05)
         running = read_status(run_dir)
         assert running is not None and running["state"] == "RUNNING", running
     finally:
