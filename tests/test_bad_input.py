@@ -795,7 +795,8 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "cli",
         Cli(["rnu"]),
         "tuner: error: argument COMMAND: invalid choice: 'rnu' (choose from 'run', 'resume', "
-        "'show', 'list', 'status', 'report', 'profile', 'recommend', 'predict')",
+        "'show', 'submit', 'list', 'status', 'logs', 'stop', 'report', 'profile', 'recommend', "
+        "'predict')",
     ),
     (
         "resume_missing_folder",

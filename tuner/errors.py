@@ -22,6 +22,7 @@ __all__ = [
     "ClusterError",
     "FileError",
     "RunFolderError",
+    "ServiceError",
     "SpecError",
     "SpecErrors",
     "TunerError",
@@ -272,3 +273,14 @@ def closest(name: object, candidates: Iterable[str], cutoff: float = 0.6) -> str
         by_lower.setdefault(candidate.lower(), candidate)
     matches = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1, cutoff=cutoff)
     return by_lower[matches[0]] if matches else None
+
+
+class ServiceError(TunerError):
+    """A cluster's Job Submission API cannot be used as asked: nothing answers at the
+    address, the token is missing or refused, or no such campaign was submitted there
+    (``source`` is the address)."""
+
+    source: str
+
+    def __init__(self, address: str, problem: str, *, fix: str | None = None) -> None:
+        super().__init__(problem, source=address, fix=fix)

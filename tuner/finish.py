@@ -95,6 +95,8 @@ class Status(str, Enum):
     """What is left of the budget affords no further trial: none started, the campaign ended."""
     FAILURE_LIMIT = "stopped: failure limit reached"
     """More trials failed than ``failure.max_failed_trials`` allows."""
+    STOPPED = "stopped: tuner stop"
+    """``tuner stop`` asked for it: running trials checkpointed and ended; resumable."""
     UNFINISHED = "not finished"
     """No end was recorded: the campaign is running, or its driver stopped (resume it)."""
 
@@ -173,7 +175,9 @@ def run_summary(
     status = Status.COMPLETED if finished >= spec.budget.trials else Status.TIME_LIMIT
     if not ended:
         status = Status.UNFINISHED
-    if budget is not None and budget.get("exhausted"):
+    if budget is not None and budget.get("user_stop"):
+        status = Status.STOPPED
+    elif budget is not None and budget.get("exhausted"):
         status = Status.BUDGET_EXHAUSTED
     elif budget is not None and budget.get("held_back") and finished < spec.budget.trials:
         status = Status.HELD_BACK

@@ -40,6 +40,7 @@ SCHEDULER_STATE_FILE = "scheduler_state.json"
 SUMMARY_FILE = "summary.json"
 BEST_FILE = "best.yaml"
 PROFILE_FILE = "profile.json"
+DRIVER_LOG_FILE = "driver.log"
 DEFAULT_RUNS_ROOT = Path("runs")
 
 

@@ -10,8 +10,11 @@ The document (``"schema": "tuner.status/1"``; new keys may be added, none is ren
 
 - ``id``: the campaign's id (its run folder's name); ``name``: the campaign's name.
 - ``state``: ``RUNNING``, ``FINISHED`` (it ended as it asked: every trial, or its own
-  budget, deadline or time limit), ``STOPPED`` (ended early by the failure limit:
-  resumable) or ``DIED`` (the driver stopped without ending it: ``tuner resume``).
+  budget, deadline or time limit), ``STOPPED`` (ended early by the failure limit or
+  ``tuner stop``: resumable), ``DIED`` (the driver stopped without ending it:
+  ``tuner resume``) or, for a submitted campaign only, ``FAILED`` (its driver refused it,
+  exit status 2, before it published anything).
+- ``job``: a submitted campaign's Ray job (submission id; only from ``--address``).
 - ``status``: the end's wording (``summary.json``'s ``status``), or ``running``.
 - ``trials``: ``total`` asked for, ``done``, ``running``, ``pending``,
   ``stopped_early`` and ``failed``.
@@ -62,6 +65,9 @@ class State:
     FINISHED = "FINISHED"
     STOPPED = "STOPPED"
     DIED = "DIED"
+    FAILED = "FAILED"
+    """Only for a submitted campaign whose driver refused it (bad input, exit status 2)
+    before publishing anything: nothing ran."""
 
 
 def _iso(unix_s: float | None) -> str | None:
@@ -106,9 +112,13 @@ def status_document(
     }
 
 
-def write_status(run_dir: Path, document: Mapping[str, Any]) -> None:
-    """Writes ``status.json`` atomically (a reader never sees half a document)."""
+def write_status(run_dir: Path, document: Mapping[str, Any], mirror: Path | None = None) -> None:
+    """Writes ``status.json`` atomically (a reader never sees half a document), and the
+    same document as one line to ``mirror`` when given (a submitted campaign's copy in the
+    Ray session's log folder, which the dashboard serves: :mod:`tuner._ray.jobs`)."""
     atomic.write_json(run_dir / STATUS_FILE, dict(document))
+    if mirror is not None:
+        atomic.write_json(mirror, dict(document), indent=None, durable=False)
 
 
 def _alive(pid: int) -> bool:
@@ -136,7 +146,7 @@ def ended_document(
     from tuner.finish import Status  # the summary's wording of the end is its own
 
     status = str(summary.get("status", ""))
-    if status == Status.FAILURE_LIMIT:
+    if status in (Status.FAILURE_LIMIT, Status.STOPPED):
         state = State.STOPPED
     elif status == Status.UNFINISHED:
         state = State.DIED

@@ -52,6 +52,8 @@ class Campaign:
         started_unix_s: When this driver started it (for ``status.json``).
         earlier: A resumed campaign's trials that the study had finished before this
             driver started (the live line starts from them); None for a new campaign.
+        status_mirror: A submitted campaign's copy of ``status.json`` in the Ray
+            session's log folder (:mod:`tuner._ray.jobs`), or None.
     """
 
     spec: CampaignSpec
@@ -64,6 +66,7 @@ class Campaign:
     waiting: frozenset[str] = frozenset()
     earlier: Standings | None = None
     started_unix_s: float = field(default_factory=time.time)
+    status_mirror: Path | None = None
 
     @property
     def out(self) -> TextIO:

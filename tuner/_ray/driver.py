@@ -8,13 +8,16 @@ the run folder.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import sys
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import ray
 from ray import tune
@@ -39,10 +42,12 @@ from tuner._ray.cluster import (
     refuse_infeasible,
 )
 from tuner._ray.failures import FailureWatch
+from tuner._ray.jobs import SUBMISSION_ENV, status_file_name
 from tuner._ray.progress import running_document
 from tuner._ray.snapshot import (
     ORPHAN_DIR,
     recover_trial_logs,
+    reopen_search,
     repair_snapshot,
     set_aside_orphans,
 )
@@ -72,6 +77,7 @@ from tuner.rundir import is_uri, upload
 from tuner.spec import CampaignSpec, Mode, load_campaign
 from tuner.standings import Standings
 from tuner.status import ended_document, write_status
+from tuner.stop import clear_stop_request
 from tuner.study import checkpoint_study, open_study
 from tuner.summary import format_failures, format_table, load_rows, standings
 
@@ -219,6 +225,8 @@ def resume_campaign(
             f"moved to {run_dir / ORPHAN_DIR}: {', '.join(orphans)}",
             file=stream or sys.stdout,
         )
+    if clear_stop_request(run_dir):
+        print("a stop request left in the run folder was cleared", file=stream or sys.stdout)
     run_info = json.loads((run_dir / rundir.RUN_FILE).read_text())
     storage = run_info.get("storage")
     stop_key = run_info.get("stop_key")
@@ -234,6 +242,9 @@ def resume_campaign(
     options = options or RayOptions()
     pricer = make_pricer(spec)
     ledger, ledger_file = read_ledger(run_dir)
+    if ledger_file.get("user_stop") and not storage:
+        # `tuner stop` closed Tune's searcher; the campaign goes on where it stopped.
+        reopen_search(run_dir)
     with campaign_environment(spec), ray_session(options):
         cluster = read_cluster(options, joined=is_joined(options))
         if stop_key:  # run folders of older versions have no guard
@@ -259,6 +270,20 @@ def resume_campaign(
         result = _fit_and_summarize(campaign, tuner, cluster)
     _finish(run_dir, storage, stream)
     return result
+
+
+def _status_mirror() -> Path | None:
+    """Where a submitted campaign's driver also publishes its status: the Ray session's
+    log folder on this node, which the dashboard's log API serves (:mod:`tuner._ray.jobs`)."""
+    submission = os.environ.get(SUBMISSION_ENV)
+    if not submission:
+        return None
+    from ray._private import worker
+
+    node = worker._global_node
+    if node is None:
+        return None
+    return Path(node.get_logs_dir_path()) / status_file_name(submission)
 
 
 def _starting(campaign: Campaign) -> dict[str, Any]:
@@ -292,10 +317,51 @@ def _finish(run_dir: Path, storage: str | None, stream: TextIO | None) -> None:
 def _fit_and_summarize(
     campaign: Campaign, tuner: tune.Tuner, cluster: ClusterView
 ) -> CampaignResult:
+    """Runs the campaign with what it prints also appended to ``driver.log`` in its run
+    folder (``tuner logs``)."""
+    with (campaign.run_dir / rundir.DRIVER_LOG_FILE).open("a", buffering=1) as log:
+        if campaign.stream is None:
+            with contextlib.redirect_stdout(cast(TextIO, _Tee(sys.stdout, log))):
+                return _fit_and_summarize_logged(campaign, tuner, cluster)
+        campaign.stream = cast(TextIO, _Tee(campaign.stream, log))
+        if campaign.guard is not None:
+            campaign.guard.stream = campaign.stream
+        return _fit_and_summarize_logged(campaign, tuner, cluster)
+
+
+class _Tee(io.TextIOBase):
+    """A text stream that writes to two: the terminal (or the caller's stream) and the
+    run folder's driver.log. A failed write to the log never stops the campaign."""
+
+    def __init__(self, out: TextIO, log: TextIO) -> None:
+        self._out, self._log = out, log
+
+    def write(self, text: str) -> int:
+        written = self._out.write(text)
+        with contextlib.suppress(OSError, ValueError):
+            self._log.write(text)
+        return written
+
+    def flush(self) -> None:
+        self._out.flush()
+        with contextlib.suppress(OSError, ValueError):
+            self._log.flush()
+
+    def isatty(self) -> bool:
+        return self._out.isatty()
+
+    def fileno(self) -> int:
+        return self._out.fileno()
+
+
+def _fit_and_summarize_logged(
+    campaign: Campaign, tuner: tune.Tuner, cluster: ClusterView
+) -> CampaignResult:
     spec, run_dir, stream = campaign.spec, campaign.run_dir, campaign.stream
     guard, watch = campaign.guard, campaign.watch
     start = time.monotonic()
-    write_status(run_dir, _starting(campaign))
+    campaign.status_mirror = _status_mirror()
+    write_status(run_dir, _starting(campaign), mirror=campaign.status_mirror)
     campaign.start()
     try:
         with capacity_requested(spec, cluster, guard.slots if guard else 1):
@@ -319,7 +385,8 @@ def _fit_and_summarize(
     )
     write_status(
         run_dir,
-        ended_document(
+        mirror=campaign.status_mirror,
+        document=ended_document(
             run_dir, summary, started_unix_s=campaign.started_unix_s, ended_unix_s=time.time()
         ),
     )
@@ -347,6 +414,12 @@ def _fit_and_summarize(
             f"status: {Status.FAILURE_LIMIT} ({limit['failed']} trials failed, more than "
             f"failure.max_failed_trials={limit['max_failed_trials']}; "
             f"{summary['trials_finished']} of {spec.budget.trials} trials finished)",
+            file=out,
+        )
+    if summary["status"] == Status.STOPPED:
+        print(
+            f"status: {Status.STOPPED} ({summary['trials_finished']} of {spec.budget.trials} "
+            f"trials finished); `tuner resume {run_dir}` continues it",
             file=out,
         )
     return CampaignResult(run_dir=run_dir, summary=summary)

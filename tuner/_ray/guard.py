@@ -43,6 +43,7 @@ from tuner.budget import (
 from tuner.budget._capacity import bundles_per_node, fits
 from tuner.contract import EPOCH_KEY, STOP_NAMESPACE
 from tuner.cost import AshaGeometry
+from tuner.stop import STOP_REASON, read_stop_request
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class BudgetGuard:
         self._max_epochs = max_epochs
         self._epoch_attr = epoch_attr
         self.stop_key = stop_key
-        self._stream = stream
+        self.stream = stream
         self._check_s = check_s
         self._save_s = save_s
         self._stop_grace_s = stop_grace_s
@@ -136,6 +137,9 @@ class BudgetGuard:
         )
         self.exhausted: str | None = None
         self.closed: str | None = None  # why no further trial was started, if so
+        # `tuner stop` asked for the stop (tuner.stop); it ends the campaign as a spent
+        # budget does, but a resume is not held to it.
+        self.user_stop: str | None = None
         self._exhausted_at: float | None = None
         self.stopped_by_guard: dict[str, str] = {}
         self._running: set[str] = set()
@@ -180,6 +184,8 @@ class BudgetGuard:
         exhausted, and a campaign held back stays held back. Either way Tune's restored
         searcher asks for no more trials; the budget is the campaign file's, unchanged."""
         exhausted, held_back = ledger_file.get("exhausted"), ledger_file.get("held_back")
+        if ledger_file.get("user_stop"):
+            exhausted = None  # `tuner stop` ended that session, not the budget
         self.exhausted = str(exhausted) if exhausted else None
         self.closed = str(held_back) if held_back else None
 
@@ -194,6 +200,7 @@ class BudgetGuard:
             }
             data["exhausted"] = self.exhausted
             data["held_back"] = self.closed
+            data["user_stop"] = self.user_stop
             data["pending_warnings"] = self.pending_warnings
         atomic.write_json(self._run_dir / LEDGER_FILE, data)
 
@@ -387,6 +394,9 @@ class BudgetGuard:
             self._verdict = verdict
             if verdict.exhausted and self.exhausted is None:
                 self._exhaust(verdict.reason, now)
+            if self.exhausted is None and read_stop_request(self._run_dir) is not None:
+                self.user_stop = STOP_REASON
+                self._exhaust(STOP_REASON, now)
             self._decide_gate()
             if force or now - self._last_save >= self._save_s:
                 self._last_save = now
@@ -429,7 +439,8 @@ class BudgetGuard:
         return self._pending.reason(alive)
 
     def _say(self, message: str) -> None:
-        print(f"budget: {message}", file=self._stream or sys.stdout, flush=True)
+        prefix = "stop" if self.user_stop is not None else "budget"
+        print(f"{prefix}: {message}", file=self.stream or sys.stdout, flush=True)
 
     # -- results ---------------------------------------------------------------------------
 
@@ -465,6 +476,7 @@ class BudgetGuard:
             **totals,
             "exhausted": self.exhausted,
             "held_back": self.closed,
+            "user_stop": self.user_stop,
             "stopped_by_budget": sorted(self.stopped_by_guard),
             "pending_warnings": len(self.pending_warnings),
         }

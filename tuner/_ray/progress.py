@@ -219,7 +219,8 @@ class ProgressCallback(Callback):
         watch = campaign.watch
         write_status(
             campaign.run_dir,
-            running_document(
+            mirror=campaign.status_mirror,
+            document=running_document(
                 campaign,
                 self._standings,
                 done=counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0) + self._untracked,

@@ -420,3 +420,26 @@ def set_aside_orphans(run_dir: Path, finished: Set[str] = frozenset()) -> list[s
     if moved:
         logger.warning("Set aside %d orphaned trial folder(s) in %s", len(moved), ORPHAN_DIR)
     return moved
+
+
+def reopen_search(run_dir: Path) -> bool:
+    """Lets the restored Tune run ask its searcher for new trials again.
+
+    A campaign that ``tuner stop`` ended closed its searcher: Tune's ``SearchGenerator``
+    saves ``finished: True`` in ``search_gen_state-*.json`` (a cloudpickle, despite the
+    name) and restores it, so a resume would start no trial. The flag is cleared in the
+    file Tune restores (the greatest name); the count of trials created stays, so the
+    resume asks for exactly those left. Returns whether the file was changed.
+    """
+    import ray.cloudpickle as cloudpickle
+
+    files = sorted(run_dir.glob("search_gen_state-*.json"))
+    if not files:
+        return False
+    newest = files[-1]
+    state = cloudpickle.loads(newest.read_bytes())
+    if not state.get("finished"):
+        return False
+    state["finished"] = False
+    atomic.write_bytes(newest, cloudpickle.dumps(state))
+    return True

@@ -23,8 +23,14 @@ from tuner.cli.run import (
     campaign_exit_code,
     run_from_args,
 )
-from tuner.cli.service import add_list_command, add_status_command
+from tuner.cli.service import (
+    add_list_command,
+    add_logs_command,
+    add_status_command,
+    add_stop_command,
+)
 from tuner.cli.show import add_report_command, add_show_command
+from tuner.cli.submit import add_submit_command
 from tuner.errors import closest
 
 __all__ = [
@@ -47,13 +53,18 @@ examples:
   tuner show runs/digits-cnn                  top trials of a run
   tuner list                                  the campaigns under runs/, running or not
   tuner status digits-cnn                     one campaign: state, trials, best, spend
+  tuner stop digits-cnn                       stop cleanly (trials checkpoint); resumable
+  tuner submit my_campaign.yaml --address http://127.0.0.1:8265
+                                              send it to a Ray cluster as a job, detached
+  tuner list --address http://127.0.0.1:8265  the campaigns on that cluster
   tuner profile search_spaces/default.yaml     measure the trainable here (JSON profile)
   tuner recommend --budget 50 --deadline 2h   rank GPU instance types for the default campaign
   tuner predict --from A100-SXM4-40GB --to H100-SXM5 --precision amp --samples-per-s 1200
 
 exit status:
   0  done: the campaign finished, or its own budget, deadline or time limit ended it
-  3  stopped before that by the failure limit: results valid, `tuner resume` continues
+  3  stopped before that by the failure limit or `tuner stop`: results valid,
+     `tuner resume` continues
   2  bad input (campaign file, flags, run folder): nothing was started or written
   1  a crash (a bug: please report it with the traceback)
 """
@@ -72,8 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_command(sub)
     add_resume_command(sub)
     add_show_command(sub)
+    add_submit_command(sub)
     add_list_command(sub)
     add_status_command(sub)
+    add_logs_command(sub)
+    add_stop_command(sub)
     add_report_command(sub)
     add_profile_command(sub)
     add_recommend_command(sub)

@@ -115,7 +115,8 @@ def campaign_exit_code(summary: Mapping[str, Any]) -> int:
     """The exit status for a campaign that ended with ``summary`` (its summary.json)."""
     from tuner.finish import Status
 
-    return EXIT_FAILURE_LIMIT if summary.get("status") == Status.FAILURE_LIMIT else 0
+    stopped = (Status.FAILURE_LIMIT, Status.STOPPED)
+    return EXIT_FAILURE_LIMIT if summary.get("status") in stopped else 0
 
 
 def _dry_run(

@@ -1,9 +1,11 @@
-"""``tuner list`` and ``tuner status``: the campaigns under a runs folder, and one of them.
+"""``tuner list``, ``status``, ``logs`` and ``stop``: the campaigns under a runs folder,
+or submitted to a cluster (``--address``), and one of them.
 
-Both read each run folder's ``status.json`` (:mod:`tuner.status`), which the driver
-rewrites at least every 10 seconds, so they work while campaigns run, need no Ray, and
-show a driver that died as ``DIED``. ``--json`` prints the documents themselves (schema
-``tuner.status/1``, documented in docs/service.md).
+Locally they read each run folder's ``status.json`` (:mod:`tuner.status`), which the
+driver rewrites at least every 10 seconds, so they work while campaigns run, need no Ray,
+and show a driver that died as ``DIED``. With ``--address`` (or RAY_ADDRESS) they ask the
+cluster's Job Submission API (:mod:`tuner._ray.jobs`). ``--json`` prints the documents
+themselves (schema ``tuner.status/1``, documented in docs/service.md).
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ from typing import Any
 
 from tuner.errors import RunFolderError, closest
 
-__all__ = ["add_list_command", "add_status_command"]
+__all__ = [
+    "add_list_command",
+    "add_logs_command",
+    "add_status_command",
+    "add_stop_command",
+]
 
 
 def add_list_command(subparsers: Any) -> None:
@@ -31,6 +38,7 @@ def add_list_command(subparsers: Any) -> None:
         "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
     )
     parser.add_argument("--json", action="store_true", help="print a JSON list of statuses")
+    _address_argument(parser)
     parser.set_defaults(handler=_cmd_list)
 
 
@@ -48,7 +56,75 @@ def add_status_command(subparsers: Any) -> None:
         "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
     )
     parser.add_argument("--json", action="store_true", help="print the status as JSON")
+    _address_argument(parser)
     parser.set_defaults(handler=_cmd_status)
+
+
+def add_logs_command(subparsers: Any) -> None:
+    """Adds ``tuner logs`` to the CLI's subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "logs",
+        help="a campaign's driver output (the live line, budget and stop messages)",
+        description="Print what a campaign's driver printed: its live line, budget "
+        "messages and final table (driver.log in the run folder; with --address, the Ray "
+        "job's log on the cluster).",
+    )
+    parser.add_argument("campaign", help="a run folder, or its id (under --runs-dir)")
+    parser.add_argument(
+        "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
+    )
+    parser.add_argument(
+        "--follow", "-f", action="store_true", help="keep printing until the campaign ends"
+    )
+    _address_argument(parser)
+    parser.set_defaults(handler=_cmd_logs)
+
+
+def add_stop_command(subparsers: Any) -> None:
+    """Adds ``tuner stop`` to the CLI's subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "stop",
+        help="stop a running campaign cleanly (resumable)",
+        description="Ask a running campaign to stop: no new trial starts, each running "
+        "trial checkpoints after its current epoch and ends, the study, ledger and report "
+        "are written, and the driver exits with status 3; `tuner resume` (or `tuner submit "
+        "--resume ID`) continues it. --now ends it at once instead, as a crash would "
+        "(resumable too: unfinished trials go on from their last checkpoint).",
+    )
+    parser.add_argument("campaign", help="a run folder, or its id (under --runs-dir)")
+    parser.add_argument(
+        "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
+    )
+    parser.add_argument(
+        "--now",
+        action="store_true",
+        help="end at once (SIGINT to a local driver; Ray's stop_job on a cluster)",
+    )
+    _address_argument(parser)
+    parser.set_defaults(handler=_cmd_stop)
+
+
+def _address_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--address",
+        help="a Ray cluster's dashboard, http://HEAD:8265 (default: RAY_ADDRESS if it is "
+        "http://...; else the run folders here)",
+    )
+
+
+def _remote(args: argparse.Namespace) -> Any:
+    """The cluster named by --address or an http RAY_ADDRESS, or None (local)."""
+    import os
+
+    address = args.address
+    if address is None:
+        env = os.environ.get("RAY_ADDRESS", "")
+        address = env if env.startswith(("http://", "https://")) else None
+    if address is None:
+        return None
+    from tuner._ray.jobs import connect
+
+    return connect(address)
 
 
 def _statuses(runs_dir: Path) -> list[dict[str, Any]]:
@@ -63,11 +139,12 @@ def _statuses(runs_dir: Path) -> list[dict[str, Any]]:
 def _cmd_list(args: argparse.Namespace) -> int:
     from tuner.status import format_list
 
-    documents = _statuses(args.runs_dir)
+    cluster = _remote(args)
+    documents = cluster.campaigns() if cluster else _statuses(args.runs_dir)
     if args.json:
         print(json.dumps(documents, indent=2))
     elif not documents:
-        print(f"no campaigns under {args.runs_dir}/")
+        print(f"no campaigns {'on ' + cluster.address if cluster else f'under {args.runs_dir}/'}")
     else:
         print(format_list(documents))
     return 0
@@ -93,6 +170,11 @@ def _run_folder(campaign: str, runs_dir: Path) -> Path:
 def _cmd_status(args: argparse.Namespace) -> int:
     from tuner.status import read_status
 
+    cluster = _remote(args)
+    if cluster is not None:
+        remote = cluster.status(args.campaign)
+        print(json.dumps(remote, indent=2) if args.json else _describe(remote))
+        return 0
     run_dir = _run_folder(args.campaign, args.runs_dir)
     document = read_status(run_dir)
     if document is None:
@@ -132,7 +214,11 @@ def _describe(doc: dict[str, Any]) -> str:
             text += f" at ${spend['usd_per_hour']:.2f}/h"
         lines.append(text)
     lines.append(f"started {doc.get('started') or '-'}, updated {doc.get('updated') or '-'}")
-    lines.append(f"run folder: {doc['run_dir']}")
+    if doc.get("run_dir"):
+        host = f" on {doc['host']}" if doc.get("host") else ""
+        lines.append(f"run folder: {doc['run_dir']}{host}")
+    if doc.get("job"):
+        lines.append(f"Ray job: {doc['job']}")
     return "\n".join(lines)
 
 
@@ -154,3 +240,80 @@ def _top_trials(run_dir: Path) -> str:
         top=5,
     )
     return format_table(summary, limit=5)
+
+
+def _cmd_logs(args: argparse.Namespace) -> int:
+    import sys
+    import time
+
+    from tuner.rundir import DRIVER_LOG_FILE
+    from tuner.status import State, read_status
+
+    cluster = _remote(args)
+    if cluster is not None:
+        if args.follow:
+            cluster.follow(args.campaign)
+        else:
+            sys.stdout.write(cluster.logs(args.campaign))
+        return 0
+    run_dir = _run_folder(args.campaign, args.runs_dir)
+    path = run_dir / DRIVER_LOG_FILE
+    if not path.is_file():
+        raise RunFolderError(
+            str(run_dir),
+            f"holds no {DRIVER_LOG_FILE} (written by tuner's driver since this version)",
+            fix="`tuner status` shows the campaign's state; `tuner show` its trials",
+        )
+    with path.open() as log:
+        while True:
+            sys.stdout.write(log.read())
+            sys.stdout.flush()
+            if not args.follow:
+                return 0
+            document = read_status(run_dir)
+            if document is None or document["state"] != State.RUNNING:
+                sys.stdout.write(log.read())
+                return 0
+            time.sleep(0.5)
+
+
+def _cmd_stop(args: argparse.Namespace) -> int:
+    import os
+    import signal
+    import socket
+
+    from tuner.status import State, read_status
+    from tuner.stop import request_stop
+
+    cluster = _remote(args)
+    if cluster is not None:
+        print(cluster.stop(args.campaign, now=args.now))
+        return 0
+    run_dir = _run_folder(args.campaign, args.runs_dir)
+    document = read_status(run_dir)
+    if document is None or document["state"] != State.RUNNING:
+        state = document["state"] if document else "never started"
+        raise RunFolderError(
+            str(run_dir),
+            f"the campaign is not running ({state})",
+            fix=f"`tuner resume {run_dir}` continues a stopped campaign",
+        )
+    if args.now:
+        if document.get("host") != socket.gethostname():
+            raise RunFolderError(
+                str(run_dir),
+                f"its driver runs on {document.get('host')}, not here",
+                fix="run `tuner stop --now` there, or stop it cleanly (without --now)",
+            )
+        os.kill(int(document["pid"]), signal.SIGINT)
+        print(
+            f"sent SIGINT to the driver (pid {document['pid']}): it ends at once; "
+            f"`tuner resume {run_dir}` continues it"
+        )
+        return 0
+    request_stop(run_dir)
+    print(
+        f"stop requested for {document['id']}: no new trial starts, running trials "
+        f"checkpoint after their current epoch and end; `tuner resume {run_dir}` continues it"
+    )
+    return 0
