@@ -208,13 +208,15 @@ def write_summary(
     cost: dict[str, Any] | None = None,
     budget: dict[str, Any] | None = None,
     failure_limit: dict[str, Any] | None = None,
+    ended: bool = True,
 ) -> dict[str, Any]:
-    """Writes the ended campaign's summary.json and best.yaml; returns the summary
-    (:func:`run_summary` says what goes in)."""
+    """Writes the campaign's summary.json and best.yaml at the end of its driver's run;
+    returns the summary (:func:`run_summary` says what goes in). ``ended``: False when
+    the run was interrupted before the campaign's end (status ``not finished``)."""
     summary = run_summary(
         spec,
         run_dir,
-        ended=True,
+        ended=ended,
         wall_s=wall_s,
         tune_trials=tune_trials,
         cost=cost,

@@ -111,3 +111,45 @@ def test_stop_then_resume_loses_and_repeats_nothing(tmp_path: Path) -> None:
     study = optuna.load_study(study_name="stopped", storage=rundir.study_url(run_dir))
     assert not [t.number for t in study.trials if t.state is TrialState.RUNNING]
     assert read_status(run_dir)["state"] == "FINISHED"  # type: ignore[index]
+
+
+def test_stop_now_interrupts_and_resume_finishes(tmp_path: Path) -> None:
+    """--now: SIGINT to the local driver; Tune ends at once, the campaign is not finished
+    (DIED, exit 130 as after Ctrl+C) and a resume finishes it with the trials asked for."""
+    data = tiny_digits_campaign(name="now", budget={"trials": 6, "max_epochs": 6})
+    (tmp_path / "now.yaml").write_text(yaml.safe_dump(data))
+    run_dir = tmp_path / "runs" / "now"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "tuner", "run", "now.yaml", "--num-cpus", "2"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            status = read_status(run_dir) if run_dir.is_dir() else None
+            if status is not None and status["trials"]["running"] >= 1:
+                break
+            assert driver.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        stop = run_cli(["stop", "now", "--now"], cwd=tmp_path, timeout=60)
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        out, _ = driver.communicate(timeout=120)
+    finally:
+        kill_session(driver.pid)
+    assert driver.returncode == 130, out
+    assert "interrupted; `tuner resume" in out, out
+    died = read_status(run_dir)
+    assert died is not None and died["state"] == "DIED", died
+    assert json.loads((run_dir / rundir.SUMMARY_FILE).read_text())["status"] == "not finished"
+
+    resumed = run_cli(["resume", str(run_dir), "--num-cpus", "2"], cwd=tmp_path, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
+    assert summary["status"] == "completed" and summary["trials_run"] == 6, summary
+    for number, epochs in _epochs_in_study(run_dir, "now").items():
+        assert epochs == list(range(1, len(epochs) + 1)), (number, epochs)

@@ -54,6 +54,8 @@ class Campaign:
             driver started (the live line starts from them); None for a new campaign.
         status_mirror: A submitted campaign's copy of ``status.json`` in the Ray
             session's log folder (:mod:`tuner._ray.jobs`), or None.
+        interrupted: Tune's run was interrupted (SIGINT: Ctrl+C, ``tuner stop --now``):
+            it ended without ending the campaign, which ``tuner resume`` continues.
     """
 
     spec: CampaignSpec
@@ -67,6 +69,7 @@ class Campaign:
     earlier: Standings | None = None
     started_unix_s: float = field(default_factory=time.time)
     status_mirror: Path | None = None
+    interrupted: bool = False
 
     @property
     def out(self) -> TextIO:

@@ -382,6 +382,7 @@ def _fit_and_summarize_logged(
         cost=cost,
         budget=budget,
         failure_limit=watch.summary() if watch is not None else None,
+        ended=not campaign.interrupted,
     )
     write_status(
         run_dir,
@@ -416,6 +417,8 @@ def _fit_and_summarize_logged(
             f"{summary['trials_finished']} of {spec.budget.trials} trials finished)",
             file=out,
         )
+    if campaign.interrupted:
+        print(f"interrupted; `tuner resume {run_dir}` continues the campaign", file=out)
     if summary["status"] == Status.STOPPED:
         print(
             f"status: {Status.STOPPED} ({summary['trials_finished']} of {spec.budget.trials} "

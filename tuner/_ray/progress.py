@@ -8,7 +8,9 @@ plain line is printed at most every ``log_every_s`` seconds and whenever a trial
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -172,6 +174,23 @@ class ProgressCallback(Callback):
 
     def setup(self, *args: Any, **info: Any) -> None:
         self._start = time.monotonic()
+        self._note_interrupts()
+
+    def _note_interrupts(self) -> None:
+        """Marks the campaign interrupted when SIGINT arrives (Ctrl+C, ``tuner stop
+        --now``). Tune's own handler, set by then, ends the run at once and returns from
+        ``fit()`` as if the run were over; it is still called, after the mark."""
+        campaign = self._campaign
+        if campaign is None or threading.current_thread() is not threading.main_thread():
+            return
+        tune_handler = signal.getsignal(signal.SIGINT)
+
+        def noted(sig: int, frame: Any) -> None:
+            campaign.interrupted = True
+            if callable(tune_handler):
+                tune_handler(sig, frame)
+
+        signal.signal(signal.SIGINT, noted)
 
     def on_trial_result(
         self,

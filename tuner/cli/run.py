@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 EXIT_FAILURE_LIMIT = 3
+EXIT_INTERRUPTED = 130
 """Exit status of ``tuner run``/``resume`` when the campaign stopped before it finished
 because more trials failed than ``failure.max_failed_trials`` allows: its results are
 valid and it can be resumed (0: finished, including a stop by its own budget, deadline or
@@ -115,6 +116,8 @@ def campaign_exit_code(summary: Mapping[str, Any]) -> int:
     """The exit status for a campaign that ended with ``summary`` (its summary.json)."""
     from tuner.finish import Status
 
+    if summary.get("status") == Status.UNFINISHED:
+        return EXIT_INTERRUPTED  # interrupted (SIGINT): as after Ctrl+C
     stopped = (Status.FAILURE_LIMIT, Status.STOPPED)
     return EXIT_FAILURE_LIMIT if summary.get("status") in stopped else 0
 
