@@ -61,9 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     _importable()
     import argparse
 
-    from tuner.cli import add_run_arguments, run_from_args
+    from tuner.cli import Parser, add_run_arguments, run_from_args
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="submit.py",
         description="Run a tuning campaign on the Ray cluster this runs on (for `ray submit "
         "cluster.yaml tuner/submit.py CAMPAIGN ...` and `ray job submit`); results go to "

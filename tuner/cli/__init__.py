@@ -13,7 +13,7 @@ import argparse
 from collections.abc import Sequence
 from typing import NoReturn
 
-from tuner.cli._args import DEFAULT_CAMPAIGN, add_run_arguments, ray_flags
+from tuner.cli._args import DEFAULT_CAMPAIGN, Parser, add_run_arguments, ray_flags
 from tuner.cli._exit import handled as _handled
 from tuner.cli.cost import add_predict_command, add_profile_command, add_recommend_command
 from tuner.cli.run import (
@@ -36,6 +36,7 @@ from tuner.errors import closest
 __all__ = [
     "DEFAULT_CAMPAIGN",
     "EXIT_FAILURE_LIMIT",
+    "Parser",
     "add_run_arguments",
     "build_parser",
     "campaign_exit_code",
@@ -72,7 +73,7 @@ exit status:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (public for tests and docs)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tuner",
         description="Hyperparameter tuning campaigns for PyTorch on Ray Tune + Optuna + ASHA.",
         epilog=_EPILOG,
@@ -121,7 +122,12 @@ def _reject_unknown(parser: argparse.ArgumentParser, command: str, unknown: list
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             sub = action.choices[command]
-    flags = [flag for action in sub._actions for flag in action.option_strings]
+    flags = [  # not the hidden old spellings
+        flag
+        for action in sub._actions
+        if action.help is not argparse.SUPPRESS
+        for flag in action.option_strings
+    ]
     message = f"unrecognized arguments: {' '.join(unknown)}"
     first = next((arg for arg in unknown if arg.startswith("-")), None)
     suggestion = closest(first.split("=", 1)[0], flags) if first else None

@@ -1,14 +1,18 @@
-"""What the command modules share: argument value types, flag groups and what they give.
+"""What the command modules share: the parser, argument value types, flag groups and what
+they give.
 
 The value types' errors say what was expected and what was given; the flag groups are
-those of ``tuner run`` (also ``tuner/submit.py``'s) and of where Ray runs.
+those of ``tuner run`` (also ``tuner/submit.py``'s) and of where Ray runs. A flag that was
+renamed keeps its old spelling, hidden from ``--help`` (:func:`add_old_spelling`).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +24,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CAMPAIGN",
+    "Parser",
+    "add_campaign_argument",
+    "add_old_spelling",
     "add_ray_arguments",
     "add_run_arguments",
     "bounded",
@@ -33,6 +40,123 @@ __all__ = [
 ]
 
 DEFAULT_CAMPAIGN = Path(__file__).resolve().parents[2] / "search_spaces" / "default.yaml"
+
+
+@dataclass(frozen=True)
+class _OldSpelling:
+    """A renamed argument's old flag: parsed into ``hidden``'s attribute, then moved."""
+
+    spelling: str
+    current: argparse.Action
+    hidden: argparse.Action
+    required: bool  # current is required: by either spelling
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser that also accepts the old spellings of renamed arguments.
+
+    After parsing, an old spelling's value is moved to the current argument's attribute,
+    so both spellings give the same namespace; both given with different values is a
+    usage error (exit 2), as is a required argument given by neither. Subparsers made by
+    ``add_subparsers()`` are of this class too.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.old_spellings: list[_OldSpelling] = []
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        for old in self.old_spellings:
+            self._take_old_spelling(parsed, old)
+        missing = [
+            _name(old.current)
+            for old in self.old_spellings
+            if old.required and getattr(parsed, old.current.dest, None) is None
+        ]
+        if missing:  # argparse's own message for a missing required argument
+            self.error(f"the following arguments are required: {', '.join(missing)}")
+        return parsed, extras
+
+    def format_usage(self) -> str:
+        with self._declared_required():
+            return super().format_usage()
+
+    def format_help(self) -> str:
+        with self._declared_required():
+            return super().format_help()
+
+    @contextmanager
+    def _declared_required(self) -> Iterator[None]:
+        """Usage and help show a required argument with an old spelling as required
+        (argparse itself must not require it: the old spelling may give it)."""
+        required = [old.current for old in self.old_spellings if old.required]
+        for action in required:
+            action.required = True
+        try:
+            yield
+        finally:
+            for action in required:
+                action.required = False
+
+    def _take_old_spelling(self, parsed: argparse.Namespace, old: _OldSpelling) -> None:
+        if not hasattr(parsed, old.hidden.dest):
+            return
+        value = getattr(parsed, old.hidden.dest)
+        delattr(parsed, old.hidden.dest)
+        given = getattr(parsed, old.current.dest, None)
+        if given is None:
+            setattr(parsed, old.current.dest, value)
+        elif given != value:
+            self.error(
+                f"argument {_name(old.current)}: given as {_show(given)} and, by its old "
+                f"spelling {old.spelling}, as {_show(value)}; give it once"
+            )
+
+
+def _name(action: argparse.Action) -> str:
+    """How argparse's messages name an argument: its flags, or a positional's name."""
+    return "/".join(action.option_strings) or str(action.metavar or action.dest)
+
+
+def _show(value: Any) -> str:
+    return repr(str(value)) if isinstance(value, str | Path) else str(value)
+
+
+def add_old_spelling(
+    parser: argparse.ArgumentParser, spelling: str, current: argparse.Action
+) -> None:
+    """Accepts ``spelling``, a flag's old name, for the argument ``current`` (a flag or a
+    positional), hidden from ``--help``; see :class:`Parser`.
+
+    Args:
+        parser: The (sub)parser ``current`` belongs to; a :class:`Parser`.
+        spelling: The old flag, e.g. ``--budget`` for ``--budget-usd``.
+        current: What ``parser.add_argument`` returned for the current spelling. Its
+            default must be None: the old spelling counts only where the new one is not
+            given.
+    """
+    if not isinstance(parser, Parser):
+        raise TypeError(f"an old spelling needs a tuner.cli._args.Parser, not {type(parser)}")
+    if current.default is not None:
+        raise ValueError(f"{_name(current)}: an argument with an old spelling defaults to None")
+    # The current argument's value type, choices and metavar (those it has).
+    same: dict[str, Any] = {
+        "type": current.type,
+        "choices": current.choices,
+        "metavar": current.metavar,
+    }
+    hidden = parser.add_argument(
+        spelling,
+        dest=f"_old_spelling_{spelling.lstrip('-').replace('-', '_')}",
+        default=argparse.SUPPRESS,  # absent from the namespace unless given
+        help=argparse.SUPPRESS,
+        **{key: value for key, value in same.items() if value is not None},
+    )
+    parser.old_spellings.append(_OldSpelling(spelling, current, hidden, current.required))
+    current.required = False  # Parser checks it, after taking the old spelling
 
 
 def positive_int(text: str) -> int:
@@ -105,9 +229,19 @@ def bounded(limit: Limit) -> Callable[[str], Any]:
     return parse
 
 
+def add_campaign_argument(parser: argparse.ArgumentParser) -> argparse.Action:
+    """The optional positional CAMPAIGN (a campaign file) of run, profile and recommend."""
+    return parser.add_argument(
+        "campaign",
+        nargs="?",
+        type=Path,
+        help="campaign YAML file (default: search_spaces/default.yaml)",
+    )
+
+
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``tuner run`` (shared with ``tuner/submit.py``)."""
-    parser.add_argument("campaign", nargs="?", type=Path, help="campaign YAML file")
+    add_campaign_argument(parser)
     parser.add_argument("--trials", type=positive_int, help="override budget.trials")
     parser.add_argument("--max-epochs", type=positive_int, help="override budget.max_epochs")
     parser.add_argument("--time-limit", help="override budget.time_limit (e.g. 90s, 10m, 2h)")

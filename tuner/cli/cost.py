@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.cli._args import (
     DEFAULT_CAMPAIGN,
+    add_campaign_argument,
     add_ray_arguments,
     bounded,
     load_campaign_file,
@@ -74,7 +75,7 @@ def add_profile_command(subparsers: Any) -> None:
         epilog=_PROFILE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("campaign", nargs="?", type=Path, help="campaign YAML (default: default)")
+    add_campaign_argument(parser)
     parser.add_argument("--config", type=Path, help="measure this configuration (a best.yaml)")
     parser.add_argument(
         "--trials",
