@@ -109,7 +109,7 @@ class Cli:
     files: dict[str, str | bytes] = field(default_factory=dict)
 
 
-RECOMMEND = ["recommend", "--campaign", "{tmp}/ok.yaml", "--out", "{tmp}/rec"]
+RECOMMEND = ["recommend", "{tmp}/ok.yaml", "--out", "{tmp}/rec"]
 PREDICT = ["predict", "--from", "A100-SXM4-40GB", "--to", "H100-SXM5", "--precision", "amp"]
 RUN_USAGE_ERROR = "tuner run: error: "
 
@@ -816,19 +816,19 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "recommend_without_budget",
         "cli",
         Cli(RECOMMEND),
-        "tuner recommend: error: the following arguments are required: --budget",
+        "tuner recommend: error: the following arguments are required: --budget-usd",
     ),
     (
         "recommend_deadline_unknown_unit",
         "cli",
-        Cli([*RECOMMEND, "--budget", "50", "--deadline", "6x"]),
+        Cli([*RECOMMEND, "--budget-usd", "50", "--deadline", "6x"]),
         "error: <cli>: --deadline: must be a duration (got '6x'; allowed seconds as a number, "
         "or a string like '90s', '10m', '2h', '1h30m', '1.5h')",
     ),
     (
         "recommend_deadline_below_a_millisecond",  # was: ValueError (5e-324 s / 3600 is 0 h)
         "cli",
-        Cli([*RECOMMEND, "--budget", "50", "--deadline", "5e-324"]),
+        Cli([*RECOMMEND, "--budget-usd", "50", "--deadline", "5e-324"]),
         "error: <cli>: --deadline: must be at least 0.001s (got '5e-324')\n"
         "  To fix: durations are counted to the millisecond",
     ),
@@ -836,7 +836,7 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "recommend_catalog_negative_price",
         "cli",
         Cli(
-            [*RECOMMEND, "--budget", "50", "--catalog", "{tmp}/mine.csv"],
+            [*RECOMMEND, "--budget-usd", "50", "--catalog", "{tmp}/mine.csv"],
             {"mine.csv": INSTANCES + ROW.replace("0.50", "-1")},
         ),
         "error: {tmp}/mine.csv: line 2.ondemand_usd_per_hour: out of range (got '-1'; "
@@ -846,7 +846,7 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "recommend_catalog_unknown_gpu",
         "cli",
         Cli(
-            [*RECOMMEND, "--budget", "50", "--catalog", "{tmp}/mine.csv"],
+            [*RECOMMEND, "--budget-usd", "50", "--catalog", "{tmp}/mine.csv"],
             {"mine.csv": INSTANCES + ROW.replace(",T4,", ",RTX-4090X,")},
         ),
         "error: {tmp}/mine.csv: line 2.gpu: unknown GPU model (got 'RTX-4090X'; allowed "
@@ -856,9 +856,30 @@ ROWS: list[tuple[str, str, Any, str]] = [
     (
         "recommend_missing_campaign",
         "cli",
+        Cli(["recommend", "{tmp}/nope.yaml", "--budget-usd", "50"]),
+        "error: {tmp}/nope.yaml: no such campaign file.\n"
+        "  To fix: pass a YAML file such as search_spaces/default.yaml.",
+    ),
+    (
+        "recommend_missing_campaign_old_spelling",  # --campaign and --budget still work
+        "cli",
         Cli(["recommend", "--budget", "50", "--campaign", "{tmp}/nope.yaml"]),
         "error: {tmp}/nope.yaml: no such campaign file.\n"
         "  To fix: pass a YAML file such as search_spaces/default.yaml.",
+    ),
+    (
+        "recommend_campaign_given_twice",  # positional and its old spelling, differing
+        "cli",
+        Cli([*RECOMMEND, "--campaign", "{tmp}/other.yaml", "--budget-usd", "50"]),
+        "tuner recommend: error: argument campaign: given as '{tmp}/ok.yaml' and, by its "
+        "old spelling --campaign, as '{tmp}/other.yaml'; give it once",
+    ),
+    (
+        "recommend_budget_given_twice",  # --budget-usd and its old spelling, differing
+        "cli",
+        Cli([*RECOMMEND, "--budget-usd", "50", "--budget", "60"]),
+        "tuner recommend: error: argument --budget-usd: given as 50.0 and, by its old "
+        "spelling --budget, as 60.0; give it once",
     ),
     (
         "profile_config_not_utf8",

@@ -768,7 +768,8 @@ def test_schema_mutated_profiles_exit_2_naming_the_key(
 
 
 RECOMMEND_FLAGS = {
-    flag: FLAGS[flag] for flag in ("--budget", "--gpus-per-trial", "--max-instances", "--provision")
+    flag: FLAGS[flag]
+    for flag in ("--budget-usd", "--gpus-per-trial", "--max-instances", "--provision")
 } | {"--deadline": CAMPAIGN["budget.deadline"]}
 PREDICT_LIMITS = {
     flag: FLAGS[flag] for flag in ("--samples-per-s", "--flops-per-sample", "--non-scaling-share")
@@ -781,7 +782,7 @@ def _recommend(
     (folder / "p.json").write_text(json.dumps(_profile()))
     _write_yaml(folder / "c.yaml", _minimal_campaign())
     out = folder / "rec"
-    argv = ["recommend", "--campaign", "c.yaml", "--profile", "p.json", *extra]
+    argv = ["recommend", "c.yaml", "--profile", "p.json", *extra]
     argv += ["--out", str(out)] + [f"{flag}={value}" for flag, value in flags.items()]
     code, output = _run_to_ray(argv, folder)
     return code, output, out

@@ -321,7 +321,7 @@ def recommend(
 
     spec = _spec(campaign)
     _check_numbers(
-        (budget_usd, "budget_usd", FLAGS["--budget"]),
+        (budget_usd, "budget_usd", FLAGS["--budget-usd"]),
         (gpus_per_trial, "gpus_per_trial", FLAGS["--gpus-per-trial"]),
         (max_instances, "max_instances", FLAGS["--max-instances"]),
         (num_cpus, "num_cpus", FLAGS["--num-cpus"]),

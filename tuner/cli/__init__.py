@@ -58,8 +58,9 @@ examples:
   tuner submit my_campaign.yaml --address http://127.0.0.1:8265
                                               send it to a Ray cluster as a job, detached
   tuner list --address http://127.0.0.1:8265  the campaigns on that cluster
-  tuner profile search_spaces/default.yaml     measure the trainable here (JSON profile)
-  tuner recommend --budget 50 --deadline 2h   rank GPU instance types for the default campaign
+  tuner profile search_spaces/default.yaml    measure the trainable here (JSON profile)
+  tuner recommend --budget-usd 50             rank GPU instance types, default campaign
+  tuner recommend my_campaign.yaml --budget-usd 200 --deadline 6h --profile runs/my-run
   tuner predict --from A100-SXM4-40GB --to H100-SXM5 --precision amp --samples-per-s 1200
 
 exit status:

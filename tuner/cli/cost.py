@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tuner.cli._args import (
     DEFAULT_CAMPAIGN,
     add_campaign_argument,
+    add_old_spelling,
     add_ray_arguments,
     bounded,
     load_campaign_file,
@@ -45,9 +46,9 @@ examples:
 
 _RECOMMEND_EPILOG = """\
 examples:
-  tuner recommend --campaign search_spaces/default.yaml --budget 50
-  tuner recommend --budget 200 --deadline 6h --profile runs/digits-cnn --spot
-  tuner recommend --budget 200 --catalog my_prices.csv --emit-cluster cluster-pick.yaml
+  tuner recommend search_spaces/default.yaml --budget-usd 50
+  tuner recommend --budget-usd 200 --deadline 6h --profile runs/digits-cnn --spot
+  tuner recommend --budget-usd 200 --catalog my_prices.csv --emit-cluster cluster-pick.yaml
 
 The profile (--profile: a file from `tuner profile`, or a run folder of `tuner run`) says
 how long an epoch and a trial start-up take where it was measured; without one, the
@@ -111,10 +112,16 @@ def add_recommend_command(subparsers: Any) -> None:
         epilog=_RECOMMEND_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--campaign", type=Path, help="campaign YAML (default: default)")
-    parser.add_argument(
-        "--budget", type=bounded(FLAGS["--budget"]), required=True, help="USD available"
+    # Old spellings, still accepted: --campaign FILE (the campaign is positional, as in
+    # run and profile) and --budget (dollars are --budget-usd, as in run).
+    add_old_spelling(parser, "--campaign", add_campaign_argument(parser))
+    budget = parser.add_argument(
+        "--budget-usd",
+        type=bounded(FLAGS["--budget-usd"]),
+        required=True,
+        help="dollars available for the campaign",
     )
+    add_old_spelling(parser, "--budget", budget)
     parser.add_argument("--deadline", help="wall-clock time available (e.g. 90m, 6h)")
     parser.add_argument("--profile", type=Path, help="profile JSON or run folder")
     parser.add_argument("--spot", action="store_true", help="price on spot instances")
@@ -254,7 +261,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
         profile.write(out_dir / "profile.json")
     advice = tuner.recommend(
         spec,
-        budget_usd=args.budget,
+        budget_usd=args.budget_usd,
         deadline=deadline_s,
         profile=profile,
         catalog=catalog,
@@ -298,7 +305,7 @@ def _emit_cluster(advice: Any, catalog: Any, path: Path, *, spot: bool) -> None:
             "<cli>",
             "--emit-cluster",
             "no option fits this campaign, budget and deadline, so there is no pick",
-            fix="raise --budget or --deadline, or add instances with --catalog",
+            fix="raise --budget-usd or --deadline, or add instances with --catalog",
         )
     instance = next(i for i in catalog.instances if option_name(i) == pick)
     config = cluster_config(

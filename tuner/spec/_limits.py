@@ -242,7 +242,7 @@ FLAGS: Mapping[str, Limit] = MappingProxyType(
         "--usd-per-gpu-hour": Limit(
             "number", 0, 1000, "the dearest GPU in the shipped catalog costs about 12 USD/h"
         ),
-        "--budget": USD,
+        "--budget-usd": USD,
         "--gpus-per-trial": Limit(
             "number",
             RESOURCE_UNIT,

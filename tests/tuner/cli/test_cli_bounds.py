@@ -63,15 +63,16 @@ def test_run_flags(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--budget", "1e8"], "argument --budget: expected at most 10000000, got '1e8'"),
-        (["--budget", "nan"], "argument --budget: expected a number > 0, got 'nan'"),
-        (["--budget", "9", "--max-instances", "10**9"], "argument --max-instances: expected"),
-        (["--budget", "9", "--max-instances", "1001"], "expected at most 1000, got '1001'"),
-        (["--budget", "9", "--gpus-per-trial", "0.00001"], "expected a number >= 0.0001"),
-        (["--budget", "9", "--gpus-per-trial", "20000"], "expected at most 16384"),
-        (["--budget", "9", "--provision", "2d"], "<cli>: --provision: must be at most 1d"),
-        (["--budget", "9", "--deadline", "2y"], "<cli>: --deadline: must be a duration"),
-        (["--budget", "9", "--deadline", "9" * 400 + "d"], "<cli>: --deadline: must be a"),
+        (["--budget-usd", "1e8"], "argument --budget-usd: expected at most 10000000, got '1e8'"),
+        (["--budget-usd", "nan"], "argument --budget-usd: expected a number > 0, got 'nan'"),
+        (["--budget", "1e8"], "argument --budget: expected at most 10000000"),  # old spelling
+        (["--budget-usd", "9", "--max-instances", "10**9"], "argument --max-instances: expected"),
+        (["--budget-usd", "9", "--max-instances", "1001"], "expected at most 1000, got '1001'"),
+        (["--budget-usd", "9", "--gpus-per-trial", "0.00001"], "expected a number >= 0.0001"),
+        (["--budget-usd", "9", "--gpus-per-trial", "20000"], "expected at most 16384"),
+        (["--budget-usd", "9", "--provision", "2d"], "<cli>: --provision: must be at most 1d"),
+        (["--budget-usd", "9", "--deadline", "2y"], "<cli>: --deadline: must be a duration"),
+        (["--budget-usd", "9", "--deadline", "9" * 400 + "d"], "<cli>: --deadline: must be a"),
     ],
 )
 def test_recommend_flags(

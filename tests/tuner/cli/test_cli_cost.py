@@ -14,6 +14,7 @@ import yaml
 
 from tests.conftest import run_cli
 from tests.tuner.cost.test_profile import write_trial
+from tuner.cli import build_parser, main
 from tuner.cost import profile_from_run
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -117,7 +118,7 @@ def profile_file(tmp_path: Path) -> Path:
 def test_recommend_writes_reports_and_a_valid_cluster(tmp_path: Path, profile_file: Path) -> None:
     out = tmp_path / "rec"
     cluster = tmp_path / "pick.yaml"
-    args = ["recommend", "--campaign", str(DEFAULT), "--budget", "20", "--deadline", "2h",
+    args = ["recommend", str(DEFAULT), "--budget-usd", "20", "--deadline", "2h",
             "--profile", str(profile_file), "--out", str(out),
             "--emit-cluster", str(cluster)]  # fmt: skip
     proc = run_cli(args, cwd=tmp_path, timeout=120)
@@ -155,7 +156,7 @@ def test_recommend_writes_reports_and_a_valid_cluster(tmp_path: Path, profile_fi
 
 
 def test_recommend_json_output(tmp_path: Path, profile_file: Path) -> None:
-    args = ["recommend", "--budget", "5", "--spot", "--clouds", "aws",
+    args = ["recommend", "--budget-usd", "5", "--spot", "--clouds", "aws",
             "--profile", str(profile_file), "--out", str(tmp_path / "o"), "--json"]  # fmt: skip
     proc = run_cli(args, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -171,14 +172,15 @@ def test_recommend_json_output(tmp_path: Path, profile_file: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--budget", "-3"], "argument --budget: expected a number > 0, got '-3'"),
-        (["--budget", "10", "--deadline", "soon"], "<cli>: --deadline: "),
-        (["--budget", "10", "--profile", "nope.json"], "nope.json: file: cannot read profile"),
-        (["--budget", "10", "--clouds", "awz"], "--clouds: no instance in the catalog"),
-        (["--budget", "10", "--catalog", "nope.csv"], "nope.csv: file: cannot read catalog"),
-        (["--budget", "10", "--campaign", "nope.yaml"], "nope.yaml: no such campaign file"),
-        (["--budget", "10", "--max-instances", "0"], "expected a whole number >= 1, got '0'"),
-        (["--budget", "10", "--precision", "fp8"], "invalid choice: 'fp8'"),
+        (["--budget-usd", "-3"], "argument --budget-usd: expected a number > 0, got '-3'"),
+        (["--budget-usd", "10", "--deadline", "soon"], "<cli>: --deadline: "),
+        (["--budget-usd", "10", "--profile", "nope.json"], "nope.json: file: cannot read profile"),
+        (["--budget-usd", "10", "--clouds", "awz"], "--clouds: no instance in the catalog"),
+        (["--budget-usd", "10", "--catalog", "nope.csv"], "nope.csv: file: cannot read catalog"),
+        (["nope.yaml", "--budget-usd", "10"], "nope.yaml: no such campaign file"),
+        (["--budget", "10", "--campaign", "nope.yaml"], "nope.yaml: no such campaign file"),  # old
+        (["--budget-usd", "10", "--max-instances", "0"], "expected a whole number >= 1, got '0'"),
+        (["--budget-usd", "10", "--precision", "fp8"], "invalid choice: 'fp8'"),
     ],
 )
 def test_recommend_bad_input(
@@ -233,3 +235,81 @@ def test_profile_measures_a_configuration(tmp_path: Path) -> None:
         max(0.0, first["startup_s"] - second["startup_s"])
     )
     assert f"  epoch            {summary['epoch_s']:.4g} s" in proc.stdout
+
+
+# ---- recommend's old spellings: --campaign FILE and --budget USD still work, unlisted ----
+
+NEW_AND_OLD = [  # (current spellings, old or mixed ones)
+    ("c.yaml --budget-usd 50", "--campaign c.yaml --budget 50"),
+    ("c.yaml --budget-usd 50", "--campaign=c.yaml --budget=50"),
+    ("c.yaml --budget-usd 50", "--budget 50 --campaign c.yaml"),
+    ("c.yaml --budget-usd 50", "c.yaml --budget 50"),
+    ("c.yaml --budget-usd 50", "--campaign c.yaml --budget-usd 50"),
+    ("--budget-usd 7.5 --spot", "--spot --budget 7.5"),
+    # Both spellings with the same value: no conflict.
+    ("c.yaml --budget-usd 50", "c.yaml --campaign ./c.yaml --budget-usd 50 --budget 50.0"),
+]
+
+
+@pytest.mark.parametrize(("new", "old"), NEW_AND_OLD)
+def test_recommend_old_spellings_parse_as_the_new_ones(new: str, old: str) -> None:
+    parsed_new = build_parser().parse_args(["recommend", *new.split()])
+    parsed_old = build_parser().parse_args(["recommend", *old.split()])
+    assert vars(parsed_old) == vars(parsed_new)
+    assert parsed_new.budget_usd in (50.0, 7.5)
+    assert parsed_new.campaign == (Path("c.yaml") if "c.yaml" in new else None)
+    assert not [name for name in vars(parsed_old) if "old_spelling" in name]
+
+
+def test_recommend_help_shows_only_the_new_spellings(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["recommend", "--help"], ["--help"]):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 0
+        out = capsys.readouterr().out
+        assert "--campaign" not in out, argv
+        assert re.search(r"--budget(?![-\w])", out) is None, argv
+    assert "tuner recommend --budget-usd 50" in out  # the examples use the new spellings
+    with pytest.raises(SystemExit):
+        main(["recommend", "--help"])
+    out = capsys.readouterr().out
+    # Still required (the old spelling gives it too), and the campaign is positional.
+    assert " --budget-usd BUDGET_USD " in out and "[--budget-usd" not in out
+    assert re.search(r"\[campaign\]\n", out)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["a.yaml", "--campaign", "b.yaml", "--budget-usd", "5"],
+            "tuner recommend: error: argument campaign: given as 'a.yaml' and, by its old "
+            "spelling --campaign, as 'b.yaml'; give it once",
+        ),
+        (
+            ["--budget", "5", "--budget-usd", "6"],
+            "tuner recommend: error: argument --budget-usd: given as 6.0 and, by its old "
+            "spelling --budget, as 5.0; give it once",
+        ),
+        (["--campaign", "a.yaml"], "error: the following arguments are required: --budget-usd"),
+    ],
+)
+def test_recommend_spellings_that_disagree_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    out = tmp_path / "rec"
+    with pytest.raises(SystemExit) as info:  # argparse's usage error, before anything runs
+        main(["recommend", *argv, "--out", str(out)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: tuner recommend")
+    assert err.endswith(message + "\n")
+    assert "Traceback" not in err
+    assert not out.exists()
+
+
+def test_a_typo_is_not_answered_with_an_old_spelling(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["recommend", "--budget-usd", "5", "--budgett", "3"])
+    assert info.value.code == 2
+    assert "Did you mean '--budget-usd'?" in capsys.readouterr().err
