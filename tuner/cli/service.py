@@ -48,10 +48,14 @@ def add_status_command(subparsers: Any) -> None:
         "status",
         help="one campaign's state, trials, best value and spend",
         description="One campaign's status: its state, trial counts, best value, spend "
-        "against its budget, and its top trials. CAMPAIGN is a run folder, or the id "
-        "(run folder name) of one under --runs-dir.",
+        "against its budget, and its top trials. ID is the campaign's id (its run folder's "
+        "name under --runs-dir, or on the cluster with --address), or a run folder.",
     )
-    parser.add_argument("campaign", help="a run folder, or its id under --runs-dir")
+    parser.add_argument(
+        "campaign",
+        metavar="ID",
+        help="the campaign's id (from `tuner list`), or its run folder",
+    )
     parser.add_argument(
         "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
     )
@@ -69,7 +73,11 @@ def add_logs_command(subparsers: Any) -> None:
         "messages and final table (driver.log in the run folder; with --address, the Ray "
         "job's log on the cluster).",
     )
-    parser.add_argument("campaign", help="a run folder, or its id (under --runs-dir)")
+    parser.add_argument(
+        "campaign",
+        metavar="ID",
+        help="the campaign's id (from `tuner list`), or its run folder",
+    )
     parser.add_argument(
         "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
     )
@@ -91,7 +99,11 @@ def add_stop_command(subparsers: Any) -> None:
         "--resume ID`) continues it. --now ends it at once instead, as a crash would "
         "(resumable too: unfinished trials go on from their last checkpoint).",
     )
-    parser.add_argument("campaign", help="a run folder, or its id (under --runs-dir)")
+    parser.add_argument(
+        "campaign",
+        metavar="ID",
+        help="the campaign's id (from `tuner list`), or its run folder",
+    )
     parser.add_argument(
         "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
     )

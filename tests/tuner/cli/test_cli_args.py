@@ -27,9 +27,13 @@ def test_the_campaign_file_and_the_run_folder_are_positional_everywhere() -> Non
     for name in ("run", "profile", "recommend"):
         (positional,) = [a for a in commands[name]._actions if not a.option_strings]
         assert (positional.dest, positional.nargs) == ("campaign", "?"), name
-    for name in ("resume", "show", "report", "status"):
+    for name in ("resume", "show", "report"):
         (positional,) = [a for a in commands[name]._actions if not a.option_strings]
         assert positional.dest == "run_dir", name
+    # The service commands name a campaign by its id (here or on a cluster) or run folder.
+    for name in ("status", "logs", "stop"):
+        (positional,) = [a for a in commands[name]._actions if not a.option_strings]
+        assert (positional.dest, positional.metavar) == ("campaign", "ID"), name
 
 
 def test_one_spelling_per_flag_across_the_commands() -> None:
