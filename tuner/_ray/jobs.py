@@ -348,6 +348,12 @@ class Cluster:
             self.client.stop_job(job.submission_id)
             return f"stopped job {job.submission_id} (Ray's stop_job: SIGTERM, then SIGKILL)"
         document = self._published(job)
+        if document is not None and document.get("state") != State.RUNNING:
+            raise ServiceError(
+                self.address,
+                f"campaign {campaign!r} is not running ({document.get('state')})",
+                fix="`tuner status ID --address ...` shows how it ended",
+            )
         if document is None or not document.get("run_dir"):
             raise ServiceError(
                 self.address,
@@ -366,9 +372,11 @@ class Cluster:
             if status == "SUCCEEDED":
                 return str(self.client.get_job_logs(stopper)).strip().splitlines()[-1]
             if status in ("FAILED", "STOPPED"):
+                said = str(self.client.get_job_logs(stopper)).strip().splitlines()
+                errors = [line[len("error: ") :] for line in said if line.startswith("error: ")]
                 raise ServiceError(
                     self.address,
-                    f"the stop request could not be written: {self.client.get_job_logs(stopper)}",
+                    f"the stop request could not be written: {'; '.join(errors or said[-1:])}",
                     fix="`tuner stop --now` ends the campaign at once (resumable)",
                 )
             time.sleep(0.2)
