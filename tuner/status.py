@@ -22,6 +22,10 @@ The document (``"schema": "tuner.status/1"``; new keys may be added, none is ren
   (:mod:`tuner.standings`), or null.
 - ``spend``: ``{"usd", "usd_per_hour", "gpu_hours", "limit_usd", "limit_gpu_hours"}`` from
   the ledger, or null for a campaign without a budget guard.
+- ``to_finish``: while it runs, what the rest should take, ``{"trial_epochs", "wall_s",
+  "usd", "gpu_hours"}``: the cost model's prediction (:func:`tuner.cost.cost_to_finish`)
+  corrected by the epochs its trials used so far; null before an epoch is measured and
+  once it ended.
 - ``started``, ``updated``, ``ended``: UTC times, ISO 8601 (``ended`` null while it runs).
 - ``run_dir``, ``host``, ``pid``: where the driver runs and writes.
 """
@@ -88,6 +92,7 @@ def status_document(
     started_unix_s: float | None,
     ended_unix_s: float | None = None,
     now_unix_s: float | None = None,
+    to_finish: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The status document of a campaign (see the module's docstring for its keys)."""
     keys = ("usd", "usd_per_hour", "gpu_hours", "limit_usd", "limit_gpu_hours")
@@ -103,6 +108,7 @@ def status_document(
         },
         "best": dict(best) if best is not None else None,
         "spend": {key: spend.get(key) for key in keys} if spend is not None else None,
+        "to_finish": dict(to_finish) if to_finish is not None else None,
         "started": _iso(started_unix_s),
         "updated": _iso(time.time() if now_unix_s is None else now_unix_s),
         "ended": _iso(ended_unix_s),
@@ -223,24 +229,36 @@ def read_status(run_dir: Path, *, now_unix_s: float | None = None) -> dict[str, 
     return document
 
 
+_COUNTS = (("running", "running"), ("stopped_early", "pruned"), ("failed", "failed"))
+
+
 def format_list(documents: Sequence[Mapping[str, Any]]) -> str:
     """``tuner list``'s table: one line per campaign."""
-    header = ("id", "state", "trials", "best", "spend", "started")
+    header = ("id", "name", "state", "trials", "best", "spend", "eta", "started")
     rows = [header]
     for doc in documents:
         trials = doc["trials"]
         text = f"{trials['done']}/{trials['total']}"
-        if trials["running"]:
-            text += f" ({trials['running']} running)"
+        more = [f"{trials[key]} {word}" for key, word in _COUNTS if trials.get(key)]
+        if more:
+            text += f" ({', '.join(more)})"
         best = doc.get("best")
-        spend = doc.get("spend")
+        spend = doc.get("spend") or {}
+        money = "-"
+        if spend.get("usd") is not None:
+            money = f"${spend['usd']:.2f}"
+            if doc["state"] == State.RUNNING and spend.get("usd_per_hour"):
+                money += f" (${spend['usd_per_hour']:.2f}/h)"
+        rest = doc.get("to_finish") or {}
         rows.append(
             (
                 str(doc["id"]),
+                str(doc.get("name") or "-"),
                 str(doc["state"]),
                 text,
                 f"{best['metric']}={best['value']:.4g}" if best else "-",
-                f"${spend['usd']:.2f}" if spend and spend.get("usd") is not None else "-",
+                money,
+                _eta(rest.get("wall_s")) if doc["state"] == State.RUNNING else "-",
                 str(doc.get("started") or "-"),
             )
         )
@@ -249,3 +267,14 @@ def format_list(documents: Sequence[Mapping[str, Any]]) -> str:
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
         for row in rows
     )
+
+
+def _eta(seconds: Any) -> str:
+    """``~42s``, ``~12m``, ``~3.5h`` (``?`` before an epoch is measured)."""
+    if not isinstance(seconds, (int, float)):
+        return "?"
+    if seconds < 90:
+        return f"~{seconds:.0f}s"
+    if seconds < 90 * 60:
+        return f"~{seconds / 60:.0f}m"
+    return f"~{seconds / 3600:.1f}h"

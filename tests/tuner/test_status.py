@@ -112,10 +112,21 @@ def test_the_end_comes_from_the_summary(tmp_path: Path) -> None:
 
 
 def test_the_list_has_a_line_per_campaign(tmp_path: Path) -> None:
-    running = _running(tmp_path / "a")
+    rest = {"trial_epochs": 40.0, "wall_s": 720.0, "usd": 2.0, "gpu_hours": 0.6}
+    running = _running(tmp_path / "a", to_finish=rest)
     idle = {**_running(tmp_path / "b"), "best": None, "spend": None, "state": State.FINISHED}
     lines = format_list([running, idle]).splitlines()
-    assert lines[0].split() == ["id", "state", "trials", "best", "spend", "started"]
-    assert lines[1].split()[:6] == ["a", "RUNNING", "5/12", "(2", "running)", "val_acc=0.93"]
-    assert "$1.50" in lines[1]
-    assert lines[2].split()[:5] == ["b", "FINISHED", "5/12", "(2", "running)"]
+    header = ["id", "name", "state", "trials", "best", "spend", "eta", "started"]
+    assert lines[0].split() == header
+    assert lines[1].split()[:3] == ["a", "digits-cnn", "RUNNING"]
+    assert "5/12 (2 running, 3 pruned, 1 failed)" in lines[1]
+    assert "val_acc=0.93" in lines[1]
+    assert "$1.50 ($3.00/h)" in lines[1] and "~12m" in lines[1]
+    assert lines[2].split()[:3] == ["b", "digits-cnn", "FINISHED"]
+    assert "/h)" not in lines[2] and " ~" not in lines[2]  # no rate nor ETA once ended
+
+
+def test_to_finish_is_in_the_document_while_it_runs(tmp_path: Path) -> None:
+    rest = {"trial_epochs": 40.0, "wall_s": 720.0, "usd": 2.0, "gpu_hours": 0.6}
+    assert _running(tmp_path / "a", to_finish=rest)["to_finish"] == rest
+    assert _running(tmp_path / "a")["to_finish"] is None

@@ -108,10 +108,14 @@ def running_document(
             "value": standings.best_value,
             "trial": standings.best_trial,
         }
+    to_finish = None
+    if campaign.guard is not None:
+        to_finish = campaign.guard.to_finish(done=done)
     return status_document(
         run_dir=campaign.run_dir,
         name=spec.name,
         state=State.RUNNING,
+        to_finish=to_finish,
         status="running",
         trials={
             "total": spec.budget.trials,

@@ -225,6 +225,15 @@ def _describe(doc: dict[str, Any]) -> str:
         if spend.get("usd_per_hour") is not None:
             text += f" at ${spend['usd_per_hour']:.2f}/h"
         lines.append(text)
+    rest = doc.get("to_finish")
+    if rest:
+        text = f"to finish: ~{rest['trial_epochs']:.0f} trial-epochs"
+        text += f", ~{rest['wall_s'] / 60:.1f} min"
+        if rest.get("usd"):
+            text += f", ~${rest['usd']:.2f}"
+        if rest.get("gpu_hours"):
+            text += f", ~{rest['gpu_hours']:.2f} GPU-hours"
+        lines.append(text + " (cost model, corrected by the epochs used so far)")
     lines.append(f"started {doc.get('started') or '-'}, updated {doc.get('updated') or '-'}")
     if doc.get("run_dir"):
         host = f" on {doc['host']}" if doc.get("host") else ""
