@@ -283,6 +283,11 @@ def test_the_project_is_shipped_and_installed(path: Path) -> None:
     setup = config["setup_commands"]
     assert any(c.startswith("python3 -m venv ~/tuner-venv") for c in setup)
     assert "~/tuner-venv/bin/pip install -q -e ~/tuner" in setup
+    # The head's dashboard (Job Submission API) needs ray[default] at the installed version.
+    assert config["head_setup_commands"] == [
+        '~/tuner-venv/bin/pip install -q "ray[default]==$(~/tuner-venv/bin/python -c '
+        "'import ray; print(ray.__version__)')\""
+    ]
     # `ray submit` runs `python SCRIPT` and `ray down` runs `ray stop` in a login shell.
     assert any("tuner-venv/bin:$PATH" in c and "~/.bashrc" in c for c in setup)
     for commands in (config["head_start_ray_commands"], config["worker_start_ray_commands"]):
@@ -298,7 +303,8 @@ def test_cluster_yaml_matches_the_generated_configs(catalog) -> None:  # type: i
     config = _load(ROOT / "cluster.yaml")
     instance = next(row for row in catalog.instances if row.instance_type == "g4dn.xlarge")
     generated = cluster_config(instance, workers=1, campaign="x")
-    for key in ("file_mounts", "head_start_ray_commands", "worker_start_ray_commands"):
+    keys = ("file_mounts", "head_setup_commands", "head_start_ray_commands")
+    for key in (*keys, "worker_start_ray_commands"):
         assert config[key] == generated[key], key
     for command in generated["setup_commands"]:
         assert any(c.startswith(command) for c in config["setup_commands"]), command

@@ -26,6 +26,8 @@ The document (``"schema": "tuner.status/1"``; new keys may be added, none is ren
   "usd", "gpu_hours"}``: the cost model's prediction (:func:`tuner.cost.cost_to_finish`)
   corrected by the epochs its trials used so far; null before an epoch is measured and
   once it ended.
+- ``line``: while it runs, the live line the driver printed last (null before it
+  printed one, and once it ended).
 - ``started``, ``updated``, ``ended``: UTC times, ISO 8601 (``ended`` null while it runs).
 - ``run_dir``, ``host``, ``pid``: where the driver runs and writes.
 """
@@ -93,6 +95,7 @@ def status_document(
     ended_unix_s: float | None = None,
     now_unix_s: float | None = None,
     to_finish: Mapping[str, Any] | None = None,
+    line: str | None = None,
 ) -> dict[str, Any]:
     """The status document of a campaign (see the module's docstring for its keys)."""
     keys = ("usd", "usd_per_hour", "gpu_hours", "limit_usd", "limit_gpu_hours")
@@ -109,6 +112,7 @@ def status_document(
         "best": dict(best) if best is not None else None,
         "spend": {key: spend.get(key) for key in keys} if spend is not None else None,
         "to_finish": dict(to_finish) if to_finish is not None else None,
+        "line": line,
         "started": _iso(started_unix_s),
         "updated": _iso(time.time() if now_unix_s is None else now_unix_s),
         "ended": _iso(ended_unix_s),

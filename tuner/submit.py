@@ -11,10 +11,14 @@ the running cluster (``--address auto``) and writes its run folder on the head
 mount, for instance). A relative campaign path that does not exist on the head is looked
 up in the project that cluster.yaml shipped there (``~/tuner``).
 
-The Ray Jobs equivalent, from the project folder on your machine:
+Detached, through Ray's Job Submission API, from the project folder on your machine (the
+dashboard reached through ``ray dashboard cluster.yaml``; docs/service.md):
 
-    ray job submit --address http://<head>:8265 --working-dir . -- \\
-        python tuner/submit.py search_spaces/default.yaml --budget-usd 20
+    tuner submit search_spaces/default.yaml --budget-usd 20 --address http://127.0.0.1:8265
+    tuner list --address http://127.0.0.1:8265
+
+``ray submit cluster.yaml --tmux tuner/submit.py ...`` detaches too, in a tmux session on
+the head; ``ray attach cluster.yaml --tmux`` reattaches.
 
 All flags are those of ``tuner run``; ``--help`` lists them.
 """

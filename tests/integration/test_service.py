@@ -128,6 +128,7 @@ def test_submit_list_status_logs_stop_resume(head: RayHead, tmp_path: Path) -> N
     assert set(document["trials"]) >= {"total", "done", "running", "stopped_early", "failed"}
     assert document["trials"]["total"] == TRIALS
     assert "usd" in document["spend"]
+    assert " trials done | " in (document["line"] or ""), document  # the live line
 
     stop = _tuner(["stop", a], env=env, cwd=project)
     assert stop.returncode == 0, stop.stdout + stop.stderr
@@ -156,6 +157,11 @@ def test_submit_list_status_logs_stop_resume(head: RayHead, tmp_path: Path) -> N
         assert after[number] == epochs, (number, epochs, after[number])
     for number, epochs in after.items():
         assert epochs == list(range(1, len(epochs) + 1)), (number, epochs)
+    print(
+        f"stop -> resume: {sum(map(len, before.values()))} trial-epochs in {len(before)} "
+        f"trials before the stop, all kept; {sum(map(len, after.values()))} in {len(after)} "
+        "trials at the end; none run twice"
+    )
     assert _wait(env, project, b, lambda d: d["state"] != "RUNNING", "ended", 300)["state"] == (
         "FINISHED"
     )

@@ -54,8 +54,9 @@ def test_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _address("https://head:8265") == "https://head:8265"
     monkeypatch.setenv("RAY_ADDRESS", "http://from-env:8265")
     assert _address(None) == "http://from-env:8265"
-    with pytest.raises(ServiceError, match="not the address of a Ray dashboard"):
-        _address("ray://head:10001")
+    for wrong in ("ray://head:10001", "auto"):
+        with pytest.raises(ServiceError, match="not the address of a Ray dashboard"):
+            _address(wrong)
     monkeypatch.delenv("RAY_ADDRESS")
     with pytest.raises(ServiceError, match="no cluster address given"):
         _address(None)

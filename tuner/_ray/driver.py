@@ -348,7 +348,10 @@ class _Tee(io.TextIOBase):
             self._log.flush()
 
     def isatty(self) -> bool:
-        return self._out.isatty()
+        try:
+            return self._out.isatty()
+        except ValueError:  # closed (a library kept this stream past the run)
+            return False
 
     def fileno(self) -> int:
         return self._out.fileno()

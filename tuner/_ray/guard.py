@@ -29,6 +29,7 @@ from tuner._ray.nodes import NodeWatcher, read_nodes
 from tuner._ray.pending import PendingWatch
 from tuner.budget import (
     LEDGER_FILE,
+    Forecast,
     Ledger,
     Limits,
     NodePricer,
@@ -42,7 +43,7 @@ from tuner.budget import (
 )
 from tuner.budget._capacity import bundles_per_node, fits
 from tuner.contract import EPOCH_KEY, STOP_NAMESPACE
-from tuner.cost import AshaGeometry, WorkEstimate, cost_to_finish, estimate_work
+from tuner.cost import AshaGeometry
 from tuner.stop import STOP_REASON, read_stop_request
 
 logger = logging.getLogger(__name__)
@@ -144,7 +145,7 @@ class BudgetGuard:
         self.stopped_by_guard: dict[str, str] = {}
         self._running: set[str] = set()
         self._gate_reason_shown: str | None = None
-        self._work: WorkEstimate | None = None  # the work estimate to_finish corrects
+        self._forecast = Forecast(geometry, workers=self.slots)
 
     @property
     def pending_warnings(self) -> list[dict[str, Any]]:
@@ -464,44 +465,18 @@ class BudgetGuard:
             }
 
     def to_finish(self, *, done: int) -> dict[str, Any] | None:
-        """What the rest of the campaign should take: trial-epochs, wall seconds, dollars
-        and GPU-hours, from the cost model's :func:`~tuner.cost.cost_to_finish` (the
-        prediction corrected by the epochs the trials used so far), or None before an
-        epoch is measured. ``done``: trials ended (the live count)."""
+        """What the rest of the campaign should take (:class:`tuner.budget.Forecast`),
+        or None before an epoch is measured. ``done``: trials ended (the live count)."""
         with self._lock:
             epoch_s = self._epoch_s()
             if epoch_s is None or epoch_s <= 0:
                 return None
-            running = set(self._running)
-            finished_epochs = sum(e for t, (e, _) in self._progress.items() if t not in running)
-            running_epochs = sum(e for t, (e, _) in self._progress.items() if t in running)
             usd_s, gpu_s = self._slot_rates(time.time())
-        estimate = self._estimate(epoch_s)
-        trials = estimate.geometry.trials
-        done = min(done, trials)
-        rest = cost_to_finish(
-            estimate,
-            trials_finished=done,
-            finished_epochs=finished_epochs,
-            trials_running=min(len(running), trials - done),
-            running_epochs=running_epochs,
+            progress, running = dict(self._progress), set(self._running)
+        rates = {"usd_per_trial_s": usd_s, "gpu_h_per_trial_s": gpu_s}
+        return self._forecast.rest(
+            epoch_s=epoch_s, progress=progress, running=running, done=done, **rates
         )
-        trial_s = rest.trial_epochs * epoch_s
-        return {
-            "trial_epochs": round(rest.trial_epochs, 1),
-            "wall_s": round(rest.wall_s, 1),
-            "usd": round(trial_s * usd_s, 4),
-            "gpu_hours": round(trial_s * gpu_s, 4),
-        }
-
-    def _estimate(self, epoch_s: float) -> WorkEstimate:
-        """The campaign's work estimate at ``epoch_s``, replayed again only when the
-        measured epoch time moved by more than 10% (it simulates a few hundred runs)."""
-        cached = self._work
-        if cached is None or abs(cached.epoch_s - epoch_s) > 0.1 * cached.epoch_s:
-            cached = estimate_work(self._geometry, epoch_s=epoch_s, workers=self.slots, runs=100)
-            self._work = cached
-        return cached
 
     def summary(self) -> dict[str, Any]:
         """The ledger's totals and the guard's outcome, for summary.json."""

@@ -120,6 +120,8 @@ def _address(address: str | None) -> str:
             fix="pass --address http://HEAD:8265 (or set RAY_ADDRESS); through an SSH "
             "tunnel or `ray dashboard cluster.yaml` it is http://127.0.0.1:8265",
         )
+    if value == "auto":
+        value = "auto://"  # the local cluster's GCS, not a dashboard: refused below
     if "://" not in value:
         value = f"http://{value}"
     if not value.startswith(("http://", "https://")):

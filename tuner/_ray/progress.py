@@ -97,8 +97,10 @@ def running_document(
     money: dict[str, Any] | None,
     running: int = 0,
     pending: int = 0,
+    line: str | None = None,
 ) -> dict[str, Any]:
-    """The status document of a running campaign (:mod:`tuner.status`)."""
+    """The status document of a running campaign (:mod:`tuner.status`); ``line``: the
+    live line the driver printed last."""
     spec = campaign.spec
     best = None
     if standings.best_value is not None:
@@ -116,6 +118,7 @@ def running_document(
         name=spec.name,
         state=State.RUNNING,
         to_finish=to_finish,
+        line=line,
         status="running",
         trials={
             "total": spec.budget.trials,
@@ -236,7 +239,11 @@ class ProgressCallback(Callback):
         self._emit(trials, force=True)
 
     def _publish(
-        self, campaign: Campaign, counts: dict[str, int], money: dict[str, Any] | None
+        self,
+        campaign: Campaign,
+        counts: dict[str, int],
+        money: dict[str, Any] | None,
+        line: str | None = None,
     ) -> None:
         """Writes the running campaign's status.json (what ``tuner list`` reads)."""
         watch = campaign.watch
@@ -251,6 +258,7 @@ class ProgressCallback(Callback):
                 pending=counts.get(Trial.PENDING, 0),
                 failed=watch.count if watch is not None else counts.get(Trial.ERROR, 0),
                 money=money,
+                line=line,
             ),
         )
 
@@ -301,7 +309,7 @@ class ProgressCallback(Callback):
         money = guard.live() if guard is not None else None
         if campaign is not None and (force or now - self._published >= PUBLISH_EVERY_S):
             self._published = now
-            self._publish(campaign, counts, money)
+            self._publish(campaign, counts, money, line)
         if tty:
             done = counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0) + self._untracked
             lines = format_block(line, done=done, total=self._total, money=money)

@@ -16,6 +16,7 @@ from tuner.budget._capacity import (
     node_types_from_config,
     pending_reason,
 )
+from tuner.budget._forecast import Forecast
 from tuner.budget._ledger import (
     LEDGER_FILE,
     Ledger,
@@ -38,6 +39,7 @@ from tuner.budget._verdict import (
 
 __all__ = [
     "LEDGER_FILE",
+    "Forecast",
     "Ledger",
     "Limits",
     "NodePricer",

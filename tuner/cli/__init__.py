@@ -69,6 +69,7 @@ exit status:
      `tuner resume` continues
   2  bad input (campaign file, flags, run folder): nothing was started or written
   1  a crash (a bug: please report it with the traceback)
+  130  interrupted (Ctrl+C, `tuner stop --now`): `tuner resume` continues the campaign
 """
 
 

@@ -214,6 +214,8 @@ def _describe(doc: dict[str, Any]) -> str:
         f"{trials['pending']} pending, {trials['stopped_early']} stopped early, "
         f"{trials['failed']} failed",
     ]
+    if doc.get("line"):
+        lines.append(f"live: {doc['line'].strip()}")
     best = doc.get("best")
     if best:
         lines.append(f"best: {best['metric']}={best['value']:.4f} (trial {best['trial']})")

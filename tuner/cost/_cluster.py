@@ -37,6 +37,10 @@ _GCP_ACCELERATORS = {
     "A100-SXM4-40GB": "nvidia-tesla-a100",
 }
 _HEAD_TYPES = {"aws": "m5.xlarge", "gcp": "n2-standard-4", "azure": "Standard_D4s_v3"}
+_HEAD_DASHBOARD = (
+    f'{_VENV}/bin/pip install -q "ray[default]==$({_VENV}/bin/python -c '
+    "'import ray; print(ray.__version__)')\""
+)
 
 
 def _common(name: str, max_workers: int, idle_minutes: float) -> dict[str, Any]:
@@ -55,6 +59,9 @@ def _common(name: str, max_workers: int, idle_minutes: float) -> dict[str, Any]:
             f"{_VENV}/bin/pip install -q -e {_PROJECT}",
             _PATH_LINE,
         ],
+        # The head's dashboard serves Ray's Job Submission API (tuner submit / list /
+        # logs / stop --address): ray[default], at the Ray version the project installed.
+        "head_setup_commands": [_HEAD_DASHBOARD],
         "head_start_ray_commands": [
             f"{_VENV}/bin/ray stop",
             "ulimit -n 65536; "
