@@ -180,7 +180,13 @@ def connect(address: str | None) -> Cluster:
 
 
 def _client(url: str, headers: dict[str, str], source: str) -> JobSubmissionClient:
+    import logging
+
     from ray.job_submission import JobSubmissionClient
+
+    # The SDK logs each package upload at INFO to stderr; tuner says what it sent itself.
+    for name in ("ray.dashboard.modules.dashboard_sdk", "ray._private.runtime_env.packaging"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
     class _TimedClient(JobSubmissionClient):
         """Ray's client with HTTP timeouts (it sets none: a black-holed address hangs)."""
