@@ -204,7 +204,7 @@ def campaigns(draw: st.DrawFn, trainable: str) -> tuple[dict[str, Any], list[Lea
         "trials": field(("budget", "trials"), CAMPAIGN["budget.trials"]),
         "max_epochs": field(("budget", "max_epochs"), CAMPAIGN["budget.max_epochs"]),
     }
-    for key in ("time_limit", "usd", "gpu_hours", "deadline"):
+    for key in ("time_limit", "usd", "gpu_hours", "deadline", "goal"):
         if draw(st.booleans()):
             budget[key] = field(("budget", key), CAMPAIGN[f"budget.{key}"])
     doc["budget"] = budget

@@ -95,6 +95,8 @@ class Status(str, Enum):
     """What is left of the budget affords no further trial: none started, the campaign ended."""
     FAILURE_LIMIT = "stopped: failure limit reached"
     """More trials failed than ``failure.max_failed_trials`` allows."""
+    GOAL_REACHED = "goal reached"
+    """A trial reached ``budget.goal``: running trials checkpointed and stopped."""
     STOPPED = "stopped: tuner stop"
     """``tuner stop`` asked for it: running trials checkpointed and ended; resumable."""
     UNFINISHED = "not finished"
@@ -175,7 +177,9 @@ def run_summary(
     status = Status.COMPLETED if finished >= spec.budget.trials else Status.TIME_LIMIT
     if not ended:
         status = Status.UNFINISHED
-    if budget is not None and budget.get("user_stop"):
+    if budget is not None and budget.get("goal_reached"):
+        status = Status.GOAL_REACHED
+    elif budget is not None and budget.get("user_stop"):
         status = Status.STOPPED
     elif budget is not None and budget.get("exhausted"):
         status = Status.BUDGET_EXHAUSTED
@@ -196,7 +200,22 @@ def run_summary(
         **({"budget": budget} if budget is not None else {}),
         **({"failure_limit": failure_limit} if failure_limit is not None else {}),
     }
+    if status is Status.GOAL_REACHED and budget is not None:
+        summary["goal"] = {"reached": budget["goal_reached"], **goal_savings(cost)}
     return summary
+
+
+def goal_savings(cost: dict[str, Any] | None) -> dict[str, float]:
+    """What stopping at the goal saved against the prediction at the start: trial-epochs
+    not run and, at the dollars per trial-epoch the campaign paid, their price."""
+    if not cost or "predicted" not in cost or "actual" not in cost:
+        return {}
+    predicted = float(cost["predicted"].get("trial_epochs") or 0.0)
+    actual = cost["actual"]
+    used = float(actual.get("trial_epochs") or 0.0)
+    saved = max(0.0, predicted - used)
+    per_epoch = float(actual.get("usd") or 0.0) / used if used else 0.0
+    return {"trial_epochs_saved": round(saved, 1), "usd_saved": round(saved * per_epoch, 4)}
 
 
 def write_summary(

@@ -27,10 +27,10 @@ from ray.tune.experiment import Trial
 from tuner._ray.cluster import ClusterView
 from tuner._ray.failures import FailureWatch
 from tuner._ray.guard import GATE_OPEN, BudgetGuard
-from tuner.budget import Ledger, Limits, NodePricer, affordable_slots
+from tuner.budget import Goal, Ledger, Limits, NodePricer, affordable_slots
 from tuner.contract import EPOCH_KEY
 from tuner.cost import AshaGeometry, Profile
-from tuner.spec import CampaignSpec
+from tuner.spec import CampaignSpec, Mode
 from tuner.standings import Standings
 
 
@@ -139,6 +139,9 @@ def make_guard(
         max_epochs=spec.budget.max_epochs,
         epoch_attr=EPOCH_KEY,
         stop_key=stop_key,
+        goal=None
+        if spec.budget.goal is None
+        else Goal(spec.metric, spec.budget.goal, maximize=spec.mode is Mode.MAX),
         stream=stream,
     )
     if epoch_s is not None and limits.any and spec.resources.max_concurrent is None:

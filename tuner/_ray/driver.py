@@ -420,6 +420,13 @@ def _fit_and_summarize_logged(
             f"{summary['trials_finished']} of {spec.budget.trials} trials finished)",
             file=out,
         )
+    if summary["status"] == Status.GOAL_REACHED:
+        goal = summary["goal"]
+        saved = ""
+        if "trial_epochs_saved" in goal:
+            saved = f"; about {goal['trial_epochs_saved']:g} trial-epochs"
+            saved += f" (${goal['usd_saved']:.2f}) of the prediction not spent"
+        print(f"status: {goal['reached']}{saved}", file=out)
     if campaign.interrupted:
         print(f"interrupted; `tuner resume {run_dir}` continues the campaign", file=out)
     if summary["status"] == Status.STOPPED:

@@ -4,8 +4,9 @@
   (:class:`tuner.budget.NodePricer`) and feeds the :class:`tuner.budget.Ledger`.
 - Every second the guard asks :func:`tuner.budget.assess` whether a new trial may start;
   the searcher holds new trials back while it may not (:meth:`BudgetGuard.gate`).
-- At a limit it writes a stop reason to Ray's key-value store (trials read it after each
-  epoch, checkpoint and stop); the schedulers stop every trial at its next result
+- At a limit, at ``tuner stop`` or at a result meeting ``budget.goal`` it writes a stop
+  reason to Ray's key-value store (trials read it after each epoch, checkpoint and
+  stop); the schedulers stop every trial at its next result
   (:meth:`BudgetGuard.should_stop`) and, once they have stopped (or after a grace period),
   every trial left (:meth:`BudgetGuard.stop_all`).
 - Trials PENDING longer than ``resources.pending_warning`` are reported with the reason.
@@ -30,6 +31,7 @@ from tuner._ray.pending import PendingWatch
 from tuner.budget import (
     LEDGER_FILE,
     Forecast,
+    Goal,
     Ledger,
     Limits,
     NodePricer,
@@ -41,7 +43,7 @@ from tuner.budget import (
     assess,
     expected_epochs_left,
 )
-from tuner.budget._capacity import bundles_per_node, fits
+from tuner.budget._capacity import planned_rates
 from tuner.contract import EPOCH_KEY, STOP_NAMESPACE
 from tuner.cost import AshaGeometry
 from tuner.stop import STOP_REASON, read_stop_request
@@ -76,6 +78,8 @@ class BudgetGuard:
         save_s: Seconds between writes of ``ledger.json``.
         stop_grace_s: Seconds running trials get to checkpoint and stop once the budget is
             exhausted, before the campaign ends without them (None: three epochs).
+        goal: The campaign's goal: a result that meets it stops the campaign as a spent
+            budget does (``goal_reached`` says why).
     """
 
     def __init__(
@@ -100,6 +104,7 @@ class BudgetGuard:
         check_s: float = 1.0,
         save_s: float = 5.0,
         stop_grace_s: float | None = None,
+        goal: Goal | None = None,
     ) -> None:
         self._run_dir = run_dir
         self._ledger = ledger
@@ -141,6 +146,8 @@ class BudgetGuard:
         # `tuner stop` asked for the stop (tuner.stop); it ends the campaign as a spent
         # budget does, but a resume is not held to it.
         self.user_stop: str | None = None
+        self._goal = goal
+        self.goal_reached: str | None = None  # the goal's reason, once a trial reached it
         self._exhausted_at: float | None = None
         self.stopped_by_guard: dict[str, str] = {}
         self._running: set[str] = set()
@@ -202,7 +209,7 @@ class BudgetGuard:
             }
             data["exhausted"] = self.exhausted
             data["held_back"] = self.closed
-            data["user_stop"] = self.user_stop
+            data["user_stop"], data["goal_reached"] = self.user_stop, self.goal_reached
             data["pending_warnings"] = self.pending_warnings
         atomic.write_json(self._run_dir / LEDGER_FILE, data)
 
@@ -287,6 +294,10 @@ class BudgetGuard:
             self._ledger.trial_node(trial_id, str(result.get("node_ip") or ""))
             if isinstance(epoch, (int, float)) and isinstance(spent, (int, float)) and epoch > 0:
                 self._progress[trial_id] = (int(epoch), float(spent))
+            reached = self._goal.met(trial_id, result) if self._goal is not None else None
+            if reached is not None and self.exhausted is None:
+                self.goal_reached = reached
+                self._exhaust(reached, time.time())
 
     # -- stopping trials (the schedulers ask; tuner._ray.scheduler) ------------------------
 
@@ -336,20 +347,7 @@ class BudgetGuard:
         return self._planned_rates()
 
     def _planned_rates(self) -> tuple[float, float]:
-        shapes = [(n.usd_per_hour, n.gpus, {"GPU": n.gpus, "CPU": n.cpus}) for n in self._alive]
-        for t in self._node_types:
-            if not t.head:
-                rate = self._pricer.price(t.resources, t.labels).usd_per_hour
-                shapes.append((rate, t.resources.get("GPU", 0.0), dict(t.resources)))
-        request = self._request
-        options = []
-        for rate, gpus, resources in shapes:
-            per = bundles_per_node(request, resources) if fits(request, resources) else 0
-            if per > 0:
-                options.append((rate / per / 3600.0, gpus / per / 3600.0))
-        if not options:
-            return 0.0, self._request.get("GPU", 0.0) / 3600.0
-        return min(options)
+        return planned_rates(self._request, self._alive, self._node_types, self._pricer)
 
     def _check(self, now: float, *, force: bool = False) -> None:
         with self._lock:
@@ -441,7 +439,7 @@ class BudgetGuard:
         return self._pending.reason(alive)
 
     def _say(self, message: str) -> None:
-        prefix = "stop" if self.user_stop is not None else "budget"
+        prefix = "stop" if self.user_stop else "goal" if self.goal_reached else "budget"
         print(f"{prefix}: {message}", file=self.stream or sys.stdout, flush=True)
 
     # -- results ---------------------------------------------------------------------------
@@ -493,6 +491,7 @@ class BudgetGuard:
             "exhausted": self.exhausted,
             "held_back": self.closed,
             "user_stop": self.user_stop,
+            "goal_reached": self.goal_reached,
             "stopped_by_budget": sorted(self.stopped_by_guard),
             "pending_warnings": len(self.pending_warnings),
         }

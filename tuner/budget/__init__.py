@@ -17,6 +17,7 @@ from tuner.budget._capacity import (
     pending_reason,
 )
 from tuner.budget._forecast import Forecast
+from tuner.budget._goal import Goal
 from tuner.budget._ledger import (
     LEDGER_FILE,
     Ledger,
@@ -40,6 +41,7 @@ from tuner.budget._verdict import (
 __all__ = [
     "LEDGER_FILE",
     "Forecast",
+    "Goal",
     "Ledger",
     "Limits",
     "NodePricer",

@@ -151,3 +151,27 @@ def pending_reason(
         "if this lasts, check `ray status` and the autoscaler log (quota, capacity, cloud "
         "errors)"
     )
+
+
+def planned_rates(
+    request: Mapping[str, float],
+    alive: Sequence[Any],
+    node_types: Sequence[NodeType],
+    pricer: Any,
+) -> tuple[float, float]:
+    """Dollars and GPU-hours per trial-second of the cheapest node that fits a trial:
+    among the nodes alive (:class:`tuner.budget.NodeSeen`) and the autoscaler's worker
+    types, priced by ``pricer`` (:class:`tuner.budget.NodePricer`)."""
+    shapes = [(n.usd_per_hour, n.gpus, {"GPU": n.gpus, "CPU": n.cpus}) for n in alive]
+    for t in node_types:
+        if not t.head:
+            rate = pricer.price(t.resources, t.labels).usd_per_hour
+            shapes.append((rate, t.resources.get("GPU", 0.0), dict(t.resources)))
+    options = []
+    for rate, gpus, resources in shapes:
+        per = bundles_per_node(request, resources) if fits(request, resources) else 0
+        if per > 0:
+            options.append((rate / per / 3600.0, gpus / per / 3600.0))
+    if not options:
+        return 0.0, request.get("GPU", 0.0) / 3600.0
+    return min(options)

@@ -74,6 +74,9 @@ class Budget:
         deadline_s: Seconds of running time the campaign may take; unlike ``time_limit_s``
             it is enforced like money: no trial starts that cannot finish in time, and at
             the deadline running trials checkpoint and stop.
+        goal: A value of the metric that is good enough (in its mode's direction): once a
+            trial reports it, the campaign stops as a spent budget does, and ends
+            ``goal reached`` (exit status 0).
     """
 
     trials: int
@@ -82,6 +85,7 @@ class Budget:
     usd: float | None = None
     gpu_hours: float | None = None
     deadline_s: float | None = None
+    goal: float | None = None
 
     @property
     def limited(self) -> bool:
@@ -99,6 +103,8 @@ class Budget:
             out["gpu_hours"] = _num(self.gpu_hours)
         if self.deadline_s is not None:
             out["deadline"] = _num(self.deadline_s)
+        if self.goal is not None:
+            out["goal"] = _num(self.goal)
         return out
 
 

@@ -106,6 +106,12 @@ USD = Limit(
     low_open=True,
 )
 GPU_HOURS = Limit("number", 0, 10_000_000, "that is 1,000 GPUs for over a year", low_open=True)
+GOAL = Limit(
+    "number",
+    -1e15,
+    1e15,
+    "a metric is a float the trainable reports; beyond 1e15 it is no score a run can reach",
+)
 REDUCTION_FACTOR = Limit(
     "number",
     1,
@@ -172,6 +178,7 @@ CAMPAIGN: Mapping[str, Limit] = MappingProxyType(
         "budget.time_limit": DURATION,
         "budget.usd": USD,
         "budget.gpu_hours": GPU_HOURS,
+        "budget.goal": GOAL,
         "budget.deadline": DURATION,
         "scheduler.grace_period": Limit("int", 1, EPOCHS.high, "it is at most budget.max_epochs"),
         "scheduler.reduction_factor": REDUCTION_FACTOR,

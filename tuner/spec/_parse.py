@@ -164,14 +164,14 @@ def _section(
 
 
 def _parse_budget(ck: Checker, value: Any) -> Budget:
-    allowed = ("trials", "max_epochs", "time_limit", "usd", "gpu_hours", "deadline")
+    allowed = ("trials", "max_epochs", "time_limit", "usd", "gpu_hours", "deadline", "goal")
     section = _section(ck, value, "budget", allowed, required=("trials", "max_epochs"))
 
     def duration(key: str) -> float | None:
         raw = section.get(key)
         return None if raw is None else parse_duration(raw, source=ck.source, path=f"budget.{key}")
 
-    def positive(key: str) -> float | None:
+    def bounded(key: str) -> float | None:
         raw = section.get(key)
         path = f"budget.{key}"
         return None if raw is None else ck.number(raw, path, limit=CAMPAIGN[path])
@@ -190,11 +190,13 @@ def _parse_budget(ck: Checker, value: Any) -> Budget:
     with each:
         time_limit_s = duration("time_limit")
     with each:
-        usd = positive("usd")
+        usd = bounded("usd")
     with each:
-        gpu_hours = positive("gpu_hours")
+        gpu_hours = bounded("gpu_hours")
     with each:
         deadline_s = duration("deadline")
+    with each:
+        goal = bounded("goal")
     each.close()
     return Budget(
         trials=trials,
@@ -203,6 +205,7 @@ def _parse_budget(ck: Checker, value: Any) -> Budget:
         usd=usd,
         gpu_hours=gpu_hours,
         deadline_s=deadline_s,
+        goal=goal,
     )
 
 

@@ -589,6 +589,18 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         ),
     ),
     (
+        "goal_not_a_number",
+        {"budget.goal": "high"},
+        "<dict>: budget.goal: must be a number >= -1e+15 (got 'high')",
+    ),
+    (
+        "goal_too_large",
+        {"budget.goal": 1e20},
+        "<dict>: budget.goal: must be at most 1000000000000000 (got 1e+20)\n  To fix: use at "
+        "most 1000000000000000: a metric is a float the trainable reports; beyond 1e15 it is "
+        "no score a run can reach",
+    ),
+    (
         "description_not_str",
         {"description": ["x"]},
         "<dict>: description: must be a string (got ['x'])",
@@ -683,3 +695,10 @@ def test_topological_order_keeps_file_order_otherwise() -> None:
     }
     spec = parse_campaign(data, check_trainable=False)
     assert spec.space.names == ("a", "c", "b", "b2", "d")
+
+
+def test_a_goal_is_kept_and_written_back() -> None:
+    spec = parse_campaign(edited({"budget.goal": 0.9}), check_trainable=False)
+    assert spec.budget.goal == 0.9 and spec.budget.to_dict()["goal"] == 0.9
+    assert parse_campaign(edited({"budget.goal": -3}), check_trainable=False).budget.goal == -3
+    assert parse_campaign(base(), check_trainable=False).budget.goal is None
