@@ -193,8 +193,8 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "campaign",
         CAMPAIGN + "sampelr: tpe\n",
         "{path}: sampelr: unknown key (allowed name, description, trainable, metric, mode, "
-        "space, budget, scheduler, sampler, resources, checkpoint, failure, pricing, fixed) "
-        "Did you mean 'sampler'?",
+        "space, budget, scheduler, sampler, resources, checkpoint, failure, pricing, fixed, "
+        "study_storage) Did you mean 'sampler'?",
     ),
     (
         "missing_metric",

@@ -90,6 +90,7 @@ def run(
     cluster_config: PathLike | None = None,
     worker_logs: bool = False,
     stream: TextIO | None = None,
+    study_storage: str | None = None,
 ) -> Result:
     """Runs a campaign to its end into a new run folder, ``<runs_dir>/<name>``.
 
@@ -119,6 +120,9 @@ def run(
         cluster_config: The cluster's autoscaler config (node types, ``max_workers``).
         worker_logs: Stream the trials' own output here.
         stream: Where the live progress and the closing table go (default stdout).
+        study_storage: Overrides ``study_storage``: the Optuna storage URL of the study
+            (``postgresql+psycopg://user@host/db``, ``journal:///path``; default: study.db
+            in the run folder). Checked to be reachable before anything is written.
 
     Returns:
         The campaign's :class:`~tuner.results.Result`.
@@ -143,6 +147,7 @@ def run(
         time_limit_s=_seconds(time_limit, "time_limit"),
         seed=seed,
         name=name,
+        study_storage=study_storage,
     )
     root = Path(runs_dir)
     if storage is not None and rundir.is_uri(storage):

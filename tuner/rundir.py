@@ -72,6 +72,61 @@ def check_storage_uri(uri: str, *, source: str = "<cli>", path: str = "--storage
     )
 
 
+STUDY_SCHEMES = ("sqlite", "postgresql", "mysql", "journal")
+"""URL schemes of ``study_storage`` (``postgresql+psycopg://`` names a driver too)."""
+
+
+def check_study_storage(url: str, *, source: str = "<cli>", path: str = "--study-storage") -> str:
+    """Checks a study storage URL's form (nothing is contacted here); returns it.
+
+    ``sqlite:///PATH``, ``postgresql[+driver]://[user@]host[:port]/db``,
+    ``mysql[+driver]://...`` (Optuna's RDB storage) or ``journal:///PATH`` (Optuna's
+    journal on a file, the store Optuna recommends on NFS). A password in the URL is
+    refused: the URL is written to the run folder (campaign.yaml, run.json) and printed;
+    PostgreSQL's PGPASSWORD or ~/.pgpass carries it instead.
+
+    Raises:
+        SpecError: Another scheme, no database or file, or a password in the URL.
+    """
+    from urllib.parse import urlsplit
+
+    from tuner.errors import closest
+
+    parts = urlsplit(url)
+    scheme = parts.scheme.split("+", 1)[0]
+    if scheme not in STUDY_SCHEMES:
+        raise SpecError(
+            source,
+            path,
+            "unknown study storage",
+            got=url.split("://", 1)[0] + "://..." if "://" in url else url,
+            allowed=[f"{s}://" for s in STUDY_SCHEMES],
+            suggestion=closest(scheme, STUDY_SCHEMES),
+            fix="e.g. postgresql+psycopg://user@host:5432/db or journal:///shared/studies.log",
+        )
+    if parts.password is not None:
+        port = f":{parts.port}" if parts.port else ""
+        redacted = parts._replace(netloc=f"{parts.username}:***@{parts.hostname or ''}{port}")
+        raise SpecError(
+            source,
+            path,
+            "the study storage URL carries a password, which would be written to the run "
+            "folder and printed",
+            got=redacted.geturl(),
+            fix="drop it from the URL and set PGPASSWORD or a ~/.pgpass entry (PostgreSQL), "
+            "or MYSQL_PWD (MySQL)",
+        )
+    if not parts.path.strip("/"):
+        raise SpecError(
+            source,
+            path,
+            "names no database or file",
+            got=url,
+            fix="end the URL with the database (.../tuner) or the file (journal:///path)",
+        )
+    return url
+
+
 def study_url(run_dir: Path) -> str:
     """SQLAlchemy URL of the run's Optuna study."""
     return f"sqlite:///{(run_dir / STUDY_FILE).resolve()}"

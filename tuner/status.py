@@ -48,10 +48,12 @@ from tuner import atomic, rundir
 __all__ = [
     "PUBLISH_EVERY_S",
     "SCHEMA",
+    "STATUS_ATTR",
     "STATUS_FILE",
     "State",
     "ended_document",
     "format_list",
+    "published_status",
     "read_status",
     "status_document",
     "write_status",
@@ -59,6 +61,8 @@ __all__ = [
 
 SCHEMA = "tuner.status/1"
 STATUS_FILE = "status.json"
+STATUS_ATTR = "tuner_status"
+"""The study user attribute that holds the same document (``tuner list --study-storage``)."""
 PUBLISH_EVERY_S = 10.0
 # A driver on another host that has not written for this long is taken as dead.
 _SILENT_S = 6 * PUBLISH_EVERY_S
@@ -234,6 +238,24 @@ def read_status(run_dir: Path, *, now_unix_s: float | None = None) -> dict[str, 
 
 
 _COUNTS = (("running", "running"), ("stopped_early", "pruned"), ("failed", "failed"))
+
+
+def published_status(
+    document: Mapping[str, Any], *, now_unix_s: float | None = None
+) -> dict[str, Any]:
+    """A status document read from elsewhere than its run folder (a study store): one
+    that says ``RUNNING`` but was not updated for a minute reads as ``DIED``."""
+    doc = dict(document)
+    if doc.get("state") != State.RUNNING:
+        return doc
+    now = time.time() if now_unix_s is None else now_unix_s
+    try:
+        updated = datetime.fromisoformat(str(doc.get("updated"))).timestamp()
+    except ValueError:
+        updated = 0.0
+    if now - updated > _SILENT_S:
+        doc.update(state=State.DIED, status="driver stopped: tuner resume")
+    return doc
 
 
 def format_list(documents: Sequence[Mapping[str, Any]]) -> str:

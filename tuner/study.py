@@ -19,14 +19,16 @@ where the run folder lives; remote storage gets a copy (:func:`checkpoint_study`
 from __future__ import annotations
 
 import functools
+import json
 import sqlite3
 from pathlib import Path
 
 import optuna
 
-from tuner.rundir import STUDY_FILE, study_url
+from tuner.rundir import RUN_FILE, STUDY_FILE, study_url
 
 BUSY_TIMEOUT_S = 30
+CONNECT_TIMEOUT_S = 5  # seconds to reach a study database server
 
 TUNE_TRIAL_ID_ATTR = "tune_trial_id"
 STOP_REASON_ATTR = "stop_reason"
@@ -66,9 +68,87 @@ def checkpoint_study(run_dir: Path) -> None:
         conn.close()
 
 
+def storage_for(url: str) -> optuna.storages.BaseStorage:
+    """The Optuna storage a ``study_storage`` URL names (see
+    :func:`tuner.rundir.check_study_storage`): Optuna's journal on a file for
+    ``journal:///PATH``, else its RDB storage (connections checked before use, as a shared
+    server may drop idle ones)."""
+    if url.startswith("journal://"):
+        from optuna.storages.journal import JournalFileBackend
+
+        path = url.split("://", 1)[1]
+        return optuna.storages.JournalStorage(JournalFileBackend(path))
+    kwargs: dict[str, object] = {"pool_pre_ping": True}
+    if url.startswith("postgresql"):
+        kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
+    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+
+
+def check_reachable(url: str, *, source: str = "<cli>", path: str = "--study-storage") -> None:
+    """Opens the store once (within seconds), so an unreachable database is an error
+    before the campaign starts. SpecError naming the URL (it holds no password)."""
+    from tuner.errors import SpecError
+
+    try:
+        storage_for(url).get_all_studies()
+    except Exception as err:  # drivers raise their own classes; the text says why
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise SpecError(
+            source,
+            path,
+            f"the study storage cannot be opened ({type(err).__name__}: {first})",
+            got=url,
+            fix="check that the database server runs and that host, port, database and user "
+            "are right (the password comes from PGPASSWORD or ~/.pgpass)",
+        ) from None
+
+
+def name_metrics(study: optuna.Study, metrics: list[str]) -> None:
+    """Names the study's objectives (optuna-dashboard shows them; Optuna calls the API
+    experimental and warns about it, which is silenced here)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names(metrics)
+
+
+def stored_statuses(url: str) -> list[dict[str, object]]:
+    """The status documents of the campaigns whose studies are in the store at ``url``
+    (the ``tuner_status`` user attribute each driver keeps); studies that tuner did not
+    write are left out."""
+    from tuner.status import STATUS_ATTR, published_status
+
+    documents = []
+    for summary in optuna.get_all_study_summaries(storage_for(url), include_best_trial=False):
+        document = summary.user_attrs.get(STATUS_ATTR)
+        if isinstance(document, dict):
+            documents.append({**published_status(document), "study": summary.study_name})
+    return documents
+
+
+def study_location(run_dir: Path) -> tuple[str, str | None]:
+    """Where the run's study is: its storage URL and study name (None: the single study
+    of the run folder's ``study.db``)."""
+    try:
+        info = json.loads((run_dir / RUN_FILE).read_text())
+    except (FileNotFoundError, ValueError):
+        info = {}
+    url = info.get("study_storage")
+    if url:
+        return str(url), str(info["study_name"])
+    return study_url(run_dir), None
+
+
 def open_study(run_dir: Path) -> optuna.Study:
-    """Loads the run's study (the single study in ``study.db``)."""
-    url = study_url(run_dir)
+    """Loads the run's study: from its study storage (run.json names it), else the single
+    study in ``study.db``. FileNotFoundError when it has none yet."""
+    url, name = study_location(run_dir)
+    if name is not None:
+        try:
+            return optuna.load_study(study_name=name, storage=storage_for(url))
+        except KeyError:
+            raise FileNotFoundError(f"no study {name!r} in {url}") from None
     if not (run_dir / STUDY_FILE).exists():
         raise FileNotFoundError(f"{run_dir / STUDY_FILE} does not exist")
     names = optuna.get_all_study_names(storage=url)

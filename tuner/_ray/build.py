@@ -37,7 +37,6 @@ from tuner.errors import RunFolderError
 from tuner.rundir import is_uri
 from tuner.space import DefineByRun, make_sampler
 from tuner.spec import CampaignSpec, Mode, SchedulerType
-from tuner.study import study_storage
 
 # Tune snapshots its experiment state every 10 s or more by default; a driver killed in that
 # window loses the record of whatever happened since. One second keeps the window small for
@@ -70,8 +69,8 @@ def _searcher(campaign: Campaign) -> FidelityOptunaSearch:
         metric=spec.metric,
         mode=spec.mode.value,
         sampler=make_sampler(spec.sampler, spec.space),
-        study_name=spec.name,
-        storage=study_storage(campaign.run_dir),
+        study_name=campaign.name_of_study,
+        storage=campaign.study_storage(),
         max_epochs=spec.budget.max_epochs,
         max_trials=spec.budget.trials,
         epoch_attr=EPOCH_KEY,

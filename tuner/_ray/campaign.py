@@ -14,6 +14,7 @@ again around a new Campaign (:func:`tuner._ray.build.restore_tuner`).
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import optuna
 from ray.tune import Callback
 from ray.tune.experiment import Trial
 
@@ -32,6 +34,10 @@ from tuner.contract import EPOCH_KEY
 from tuner.cost import AshaGeometry, Profile
 from tuner.spec import CampaignSpec, Mode
 from tuner.standings import Standings
+from tuner.status import STATUS_ATTR, write_status
+from tuner.study import storage_for, study_storage
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(eq=False)
@@ -54,6 +60,8 @@ class Campaign:
             driver started (the live line starts from them); None for a new campaign.
         status_mirror: A submitted campaign's copy of ``status.json`` in the Ray
             session's log folder (:mod:`tuner._ray.jobs`), or None.
+        study_url: The study storage URL (None: ``study.db`` in the run folder).
+        study_name: The study's name there (None: the campaign's name, in ``study.db``).
         interrupted: Tune's run was interrupted (SIGINT: Ctrl+C, ``tuner stop --now``):
             it ended without ending the campaign, which ``tuner resume`` continues.
     """
@@ -70,6 +78,9 @@ class Campaign:
     started_unix_s: float = field(default_factory=time.time)
     status_mirror: Path | None = None
     interrupted: bool = False
+    study_url: str | None = None
+    study_name: str | None = None
+    _storage: Any = field(default=None, repr=False)
 
     @property
     def out(self) -> TextIO:
@@ -95,6 +106,36 @@ class Campaign:
     def stop_all(self) -> bool:
         """Whether every trial left must stop now (the budget is spent; see the guard)."""
         return self.guard.stop_all() if self.guard is not None else False
+
+    def study_storage(self) -> optuna.storages.BaseStorage:
+        """The Optuna storage of the campaign's study (one per campaign: an RDB storage
+        holds a connection pool)."""
+        if self._storage is None:
+            if self.study_url is None:
+                self._storage = study_storage(self.run_dir)
+            else:
+                self._storage = storage_for(self.study_url)
+        storage: optuna.storages.BaseStorage = self._storage
+        return storage
+
+    @property
+    def name_of_study(self) -> str:
+        """The study's name in its storage."""
+        return self.study_name or self.spec.name
+
+    def publish(self, document: Mapping[str, Any]) -> None:
+        """Writes the campaign's status: ``status.json``, the submitted campaign's copy in
+        the Ray session's log folder, and the study's ``tuner_status`` user attribute
+        (what ``tuner list --study-storage`` reads); a failed study write is logged, not
+        raised (the campaign goes on)."""
+        write_status(self.run_dir, document, mirror=self.status_mirror)
+        try:
+            study = optuna.load_study(study_name=self.name_of_study, storage=self.study_storage())
+            study.set_user_attr(STATUS_ATTR, dict(document))
+        except KeyError:  # the searcher creates the study with the first trial
+            pass
+        except Exception:
+            logger.warning("status not written to the study", exc_info=True)
 
     def start(self) -> None:
         """Starts the budget guard (its ledger session and node watcher)."""

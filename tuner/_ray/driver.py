@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, cast
 
+import optuna
 import ray
 from ray import tune
 
@@ -76,9 +77,9 @@ from tuner.finish import (
 from tuner.rundir import is_uri, upload
 from tuner.spec import CampaignSpec, Mode, load_campaign
 from tuner.standings import Standings
-from tuner.status import ended_document, write_status
+from tuner.status import ended_document
 from tuner.stop import clear_stop_request
-from tuner.study import checkpoint_study, open_study
+from tuner.study import check_reachable, checkpoint_study, name_metrics, open_study
 from tuner.summary import format_failures, format_table, load_rows, standings
 
 
@@ -134,6 +135,8 @@ def run_campaign(
         )
     if is_uri(storage):
         rundir.check_storage_uri(str(storage), source="run_campaign", path="storage")
+    if spec.study_storage is not None:  # an unreachable database: an error, nothing written
+        check_reachable(spec.study_storage, source=spec.source, path="study_storage")
     options = options or RayOptions()
     pricer = make_pricer(spec)
     with campaign_environment(spec), ray_session(options):
@@ -144,12 +147,22 @@ def run_campaign(
         run_dir.mkdir(parents=True)
         stop_key = f"stop:{spec.name}:{uuid.uuid4().hex}"
         rundir.write_yaml(run_dir / rundir.CAMPAIGN_FILE, spec.to_dict())
+        # In a shared store, each run's study has a name of its own.
+        study = (
+            {
+                "study_storage": spec.study_storage,
+                "study_name": f"{run_dir.name}-{uuid.uuid4().hex[:8]}",
+            }
+            if spec.study_storage is not None
+            else {}
+        )
         atomic.write_json(
             run_dir / rundir.RUN_FILE,
             {
                 "code_dirs": list(code_dirs or []),
                 "stop_key": stop_key,
                 **({"storage": storage} if is_uri(storage) else {}),
+                **study,
             },
         )
         concurrent = max_concurrent_trials(spec, ray.cluster_resources(), cluster)
@@ -183,7 +196,17 @@ def run_campaign(
             storage=storage if is_uri(storage) else None,
             guard=guard,
             watch=FailureWatch(spec.failure.max_failed_trials, stream),
+            study_url=study.get("study_storage"),
+            study_name=study.get("study_name"),
         )
+        if campaign.study_url is not None:  # listed in the store from the start
+            created = optuna.create_study(
+                study_name=campaign.name_of_study,
+                storage=campaign.study_storage(),
+                direction="maximize" if spec.mode is Mode.MAX else "minimize",
+                load_if_exists=True,
+            )
+            name_metrics(created, [spec.metric])
         tuner = build_tuner(campaign, concurrent=concurrent)
         result = _fit_and_summarize(campaign, tuner, cluster)
     _finish(run_dir, storage, stream)
@@ -231,7 +254,13 @@ def resume_campaign(
     storage = run_info.get("storage")
     stop_key = run_info.get("stop_key")
     campaign = Campaign(
-        spec=spec, run_dir=run_dir, stop_key=stop_key, stream=stream, storage=storage
+        spec=spec,
+        run_dir=run_dir,
+        stop_key=stop_key,
+        stream=stream,
+        storage=storage,
+        study_url=run_info.get("study_storage"),
+        study_name=run_info.get("study_name"),
     )
     if not tune.Tuner.can_restore(experiment_path(campaign)):
         raise RunFolderError(
@@ -364,7 +393,7 @@ def _fit_and_summarize_logged(
     guard, watch = campaign.guard, campaign.watch
     start = time.monotonic()
     campaign.status_mirror = _status_mirror()
-    write_status(run_dir, _starting(campaign), mirror=campaign.status_mirror)
+    campaign.publish(_starting(campaign))
     campaign.start()
     try:
         with capacity_requested(spec, cluster, guard.slots if guard else 1):
@@ -372,6 +401,8 @@ def _fit_and_summarize_logged(
     finally:
         campaign.close()
     wall_s = time.monotonic() - start
+    with contextlib.suppress(FileNotFoundError):  # no trial ran: no study
+        name_metrics(open_study(run_dir), [spec.metric])
     checkpoint_study(run_dir)  # study.db alone is the whole study from here on
     if guard is not None and guard.exhausted is not None:
         close_unstarted(run_dir, spec, guard.exhausted)
@@ -387,10 +418,8 @@ def _fit_and_summarize_logged(
         failure_limit=watch.summary() if watch is not None else None,
         ended=not campaign.interrupted,
     )
-    write_status(
-        run_dir,
-        mirror=campaign.status_mirror,
-        document=ended_document(
+    campaign.publish(
+        ended_document(
             run_dir, summary, started_unix_s=campaign.started_unix_s, ended_unix_s=time.time()
         ),
     )

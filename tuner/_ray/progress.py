@@ -19,7 +19,7 @@ from ray.tune.experiment import Trial
 
 from tuner.outcome import Outcome, decide_outcome
 from tuner.standings import Standings
-from tuner.status import PUBLISH_EVERY_S, State, status_document, write_status
+from tuner.status import PUBLISH_EVERY_S, State, status_document
 
 if TYPE_CHECKING:
     from tuner._ray.campaign import Campaign
@@ -247,10 +247,8 @@ class ProgressCallback(Callback):
     ) -> None:
         """Writes the running campaign's status.json (what ``tuner list`` reads)."""
         watch = campaign.watch
-        write_status(
-            campaign.run_dir,
-            mirror=campaign.status_mirror,
-            document=running_document(
+        campaign.publish(
+            running_document(
                 campaign,
                 self._standings,
                 done=counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0) + self._untracked,

@@ -269,6 +269,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "path (an NFS mount) is the same as --runs-dir",
     )
     parser.add_argument(
+        "--study-storage",
+        help="override study_storage: where the Optuna study lives, shared by campaigns "
+        "(postgresql+psycopg://user@host/db, journal:///path; default study.db in the run "
+        "folder)",
+    )
+    parser.add_argument(
         "--budget-usd", type=positive_float, help="override budget.usd: dollars the nodes may cost"
     )
     parser.add_argument("--budget-gpu-hours", type=positive_float, help="override budget.gpu_hours")

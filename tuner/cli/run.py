@@ -107,6 +107,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         storage=storage,
         profile=args.profile,
         usd_per_gpu_hour=args.usd_per_gpu_hour,
+        study_storage=args.study_storage,
         **ray_flags(args),
     )
     return campaign_exit_code(result.summary)
@@ -140,6 +141,7 @@ def _dry_run(
         time_limit_s=time_limit,
         seed=args.seed,
         name=args.name,
+        study_storage=getattr(args, "study_storage", None),
     )
     plan = make_plan(
         spec,

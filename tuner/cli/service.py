@@ -39,6 +39,12 @@ def add_list_command(subparsers: Any) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print a JSON list of statuses")
     _address_argument(parser)
+    parser.add_argument(
+        "--study-storage",
+        metavar="URL",
+        help="list the campaigns whose studies are in this store instead "
+        "(postgresql+psycopg://user@host/db, journal:///path)",
+    )
     parser.set_defaults(handler=_cmd_list)
 
 
@@ -151,6 +157,15 @@ def _statuses(runs_dir: Path) -> list[dict[str, Any]]:
 def _cmd_list(args: argparse.Namespace) -> int:
     from tuner.status import format_list
 
+    if args.study_storage is not None:
+        from tuner.rundir import check_study_storage
+        from tuner.study import check_reachable, stored_statuses
+
+        url = check_study_storage(args.study_storage)
+        check_reachable(url)
+        documents = stored_statuses(url)
+        print(json.dumps(documents, indent=2) if args.json else format_list(documents))
+        return 0
     cluster = _remote(args)
     documents = cluster.campaigns() if cluster else _statuses(args.runs_dir)
     if args.json:

@@ -36,6 +36,7 @@ _FORWARDED = (
     "deadline",
     "usd_per_gpu_hour",
     "storage_path",
+    "study_storage",
 )
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from tuner.rundir import check_study_storage
 from tuner.spec._checks import RESERVED_PREFIX, Checker, check_campaign_name, check_seed
 from tuner.spec._durations import parse_duration
 from tuner.spec._frozen import FrozenDict, thaw
@@ -292,6 +293,8 @@ class CampaignSpec:
         fixed: Read-only mapping passed to the trainable as-is (nested values frozen;
             use :func:`tuner.spec.thaw` for plain dicts and lists).
         description: Free text.
+        study_storage: Where the Optuna study lives, a URL (None: ``study.db`` in the run
+            folder); see :func:`tuner.rundir.check_study_storage`.
         source: Where the spec came from (file path as given, or ``"<dict>"``); not
             compared by ``==``.
     """
@@ -310,6 +313,7 @@ class CampaignSpec:
     pricing: Pricing = field(default_factory=Pricing)
     fixed: Mapping[str, Any] = field(default_factory=FrozenDict)
     description: str = ""
+    study_storage: str | None = None
     # Provenance, not content: a spec equals its round trip through to_dict().
     source: str = field(default="<dict>", compare=False)
 
@@ -338,6 +342,8 @@ class CampaignSpec:
             out["pricing"] = self.pricing.to_dict()
         if self.fixed:
             out["fixed"] = thaw(self.fixed)
+        if self.study_storage is not None:
+            out["study_storage"] = self.study_storage
         return out
 
     def with_overrides(
@@ -351,6 +357,7 @@ class CampaignSpec:
         usd: float | None = None,
         gpu_hours: float | None = None,
         deadline_s: float | str | None = None,
+        study_storage: str | None = None,
     ) -> CampaignSpec:
         """Return a copy with command-line overrides applied and re-validated.
 
@@ -364,6 +371,7 @@ class CampaignSpec:
             usd: ``--budget-usd``; dollars, > 0.
             gpu_hours: ``--budget-gpu-hours``; GPU-hours, > 0.
             deadline_s: ``--deadline``; seconds, or a duration string like ``"6h"``.
+            study_storage: ``--study-storage``; a study storage URL.
 
         Returns:
             The updated spec (``self`` unchanged).
@@ -405,4 +413,9 @@ class CampaignSpec:
             sampler = dataclasses.replace(sampler, seed=check_seed(ck, seed, "--seed"))
         if name is not None:
             new_name = check_campaign_name(ck, name, "--name")
-        return dataclasses.replace(self, name=new_name, budget=budget, sampler=sampler)
+        store = self.study_storage
+        if study_storage is not None:
+            store = check_study_storage(study_storage)
+        return dataclasses.replace(
+            self, name=new_name, budget=budget, sampler=sampler, study_storage=store
+        )

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from tuner.rundir import check_study_storage
 from tuner.spec._campaign import (
     Budget,
     CampaignSpec,
@@ -49,6 +50,7 @@ _TOP_KEYS = (
     "failure",
     "pricing",
     "fixed",
+    "study_storage",
 )
 _REQUIRED = ("name", "trainable", "metric", "mode", "space", "budget")
 # Samplers with a random start-up phase before the model kicks in.
@@ -129,6 +131,12 @@ def _parse(ck: Checker, data: Any) -> CampaignSpec:
         parts["failure"] = _parse_failure(ck, data.get("failure"))
     with each:
         parts["pricing"] = _parse_pricing(ck, data.get("pricing"))
+    with each:
+        store = data.get("study_storage")
+        if store is not None:
+            url = ck.string(store, "study_storage")
+            where = {"source": ck.source, "path": "study_storage"}
+            parts["study_storage"] = check_study_storage(url, **where)
     with each:
         space = data.get("space")
         names = list(space) if isinstance(space, Mapping) else []

@@ -62,8 +62,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         {"nmae": "x"},
         (
             "<dict>: nmae: unknown key (allowed name, description, trainable, metric, mode, "
-            "space, budget, scheduler, sampler, resources, checkpoint, failure, pricing, fixed) "
-            "Did you mean 'name'?"
+            "space, budget, scheduler, sampler, resources, checkpoint, failure, pricing, fixed, "
+            "study_storage) Did you mean 'name'?"
         ),
     ),
     (
@@ -601,6 +601,21 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "no score a run can reach",
     ),
     (
+        "study_storage_scheme",
+        {"study_storage": "postgress://db/tuner"},
+        "<dict>: study_storage: unknown study storage (got 'postgress://...'; allowed "
+        "sqlite://, postgresql://, mysql://, journal://) Did you mean 'postgresql'?\n  To fix: "
+        "e.g. postgresql+psycopg://user@host:5432/db or journal:///shared/studies.log",
+    ),
+    (
+        "study_storage_password",
+        {"study_storage": "postgresql+psycopg://tuner:s3cret@db:5432/tuner"},
+        "<dict>: study_storage: the study storage URL carries a password, which would be "
+        "written to the run folder and printed (got 'postgresql+psycopg://tuner:***@db:5432/tuner')\n"
+        "  To fix: drop it from the URL and set PGPASSWORD or a ~/.pgpass entry (PostgreSQL), "
+        "or MYSQL_PWD (MySQL)",
+    ),
+    (
         "description_not_str",
         {"description": ["x"]},
         "<dict>: description: must be a string (got ['x'])",
@@ -702,3 +717,13 @@ def test_a_goal_is_kept_and_written_back() -> None:
     assert spec.budget.goal == 0.9 and spec.budget.to_dict()["goal"] == 0.9
     assert parse_campaign(edited({"budget.goal": -3}), check_trainable=False).budget.goal == -3
     assert parse_campaign(base(), check_trainable=False).budget.goal is None
+
+
+def test_a_study_storage_is_kept_and_written_back() -> None:
+    url = "postgresql+psycopg://tuner@127.0.0.1:5432/studies"
+    spec = parse_campaign(edited({"study_storage": url}), check_trainable=False)
+    assert spec.study_storage == url and spec.to_dict()["study_storage"] == url
+    assert parse_campaign(spec.to_dict(), check_trainable=False) == spec
+    assert spec.with_overrides(study_storage="journal:///tmp/s.log").study_storage == (
+        "journal:///tmp/s.log"
+    )
