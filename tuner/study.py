@@ -152,4 +152,6 @@ def open_study(run_dir: Path) -> optuna.Study:
     if not (run_dir / STUDY_FILE).exists():
         raise FileNotFoundError(f"{run_dir / STUDY_FILE} does not exist")
     names = optuna.get_all_study_names(storage=url)
+    if not names:  # the file exists (a storage opened it) but no study was created yet
+        raise FileNotFoundError(f"{run_dir / STUDY_FILE} holds no study yet")
     return optuna.load_study(study_name=names[0], storage=url)
