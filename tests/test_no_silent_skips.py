@@ -110,7 +110,10 @@ def test_under_ci_only_the_gpu_markers_skip(tmp_path: Path) -> None:
     for reason in ("missing frobnicate (apt-get install frobnicate)", "needs chromium"):
         assert f"skipped ({reason}" in output, output
     assert "but CI=true: only the `gpu` and `no_gpu` markers may skip in CI" in output
-    assert "`.ci/run` installs Debian's chromium, openssh-server and rsync with apt-get" in output
+    assert (
+        "`.ci/run` installs Debian's chromium, openssh-server, rsync and postgresql with apt-get"
+        in output
+    )
     for line in summary:
         assert line in output.splitlines(), output
 
