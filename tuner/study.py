@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
+import time
 from pathlib import Path
 
 import optuna
@@ -81,7 +82,18 @@ def storage_for(url: str) -> optuna.storages.BaseStorage:
     kwargs: dict[str, object] = {"pool_pre_ping": True}
     if url.startswith("postgresql"):
         kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
-    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+    from sqlalchemy.exc import IntegrityError, ProgrammingError
+
+    for attempt in range(3):
+        try:
+            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+        except (IntegrityError, ProgrammingError) as err:
+            # Two drivers creating Optuna's tables in an empty database at once: one wins
+            # (PostgreSQL: UniqueViolation on CREATE TYPE), the other finds them next time.
+            if attempt == 2 or ("already exists" not in str(err) and "duplicate" not in str(err)):
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def check_reachable(url: str, *, source: str = "<cli>", path: str = "--study-storage") -> None:
@@ -111,20 +123,6 @@ def name_metrics(study: optuna.Study, metrics: list[str]) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         study.set_metric_names(metrics)
-
-
-def stored_statuses(url: str) -> list[dict[str, object]]:
-    """The status documents of the campaigns whose studies are in the store at ``url``
-    (the ``tuner_status`` user attribute each driver keeps); studies that tuner did not
-    write are left out."""
-    from tuner.status import STATUS_ATTR, published_status
-
-    documents = []
-    for summary in optuna.get_all_study_summaries(storage_for(url), include_best_trial=False):
-        document = summary.user_attrs.get(STATUS_ATTR)
-        if isinstance(document, dict):
-            documents.append({**published_status(document), "study": summary.study_name})
-    return documents
 
 
 def study_location(run_dir: Path) -> tuple[str, str | None]:

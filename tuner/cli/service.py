@@ -159,7 +159,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     if args.study_storage is not None:
         from tuner.rundir import check_study_storage
-        from tuner.study import check_reachable, stored_statuses
+        from tuner.study import check_reachable
 
         url = check_study_storage(args.study_storage)
         check_reachable(url)
@@ -355,3 +355,20 @@ def _cmd_stop(args: argparse.Namespace) -> int:
         f"checkpoint after their current epoch and end; `tuner resume {run_dir}` continues it"
     )
     return 0
+
+
+def stored_statuses(url: str) -> list[dict[str, Any]]:
+    """The status documents of the campaigns whose studies are in the store at ``url``
+    (the ``tuner_status`` user attribute each driver keeps); studies that tuner did not
+    write are left out."""
+    import optuna
+
+    from tuner.status import STATUS_ATTR, published_status
+    from tuner.study import storage_for
+
+    documents = []
+    for summary in optuna.get_all_study_summaries(storage_for(url), include_best_trial=False):
+        document = summary.user_attrs.get(STATUS_ATTR)
+        if isinstance(document, dict):
+            documents.append({**published_status(document), "study": summary.study_name})
+    return documents
