@@ -27,13 +27,19 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 TRIALS = 10
 
 
+def _slow(data: dict) -> dict:  # type: ignore[type-arg]
+    """Every trial runs all its epochs (FIFO) on small batches: a campaign still running
+    when the stop arrives, on any machine (a fast one finished the ASHA version first)."""
+    return {**data, "scheduler": {"type": "fifo"}, "fixed": {"batch_size": 8}}
+
+
 def _epochs_in_study(run_dir: Path, name: str) -> dict[int, list[int]]:
     study = optuna.load_study(study_name=name, storage=rundir.study_url(run_dir))
     return {t.number: sorted(t.intermediate_values) for t in study.trials}
 
 
 def test_stop_then_resume_loses_and_repeats_nothing(tmp_path: Path) -> None:
-    data = tiny_digits_campaign(name="stopped", budget={"trials": TRIALS, "max_epochs": 6})
+    data = _slow(tiny_digits_campaign(name="stopped", budget={"trials": TRIALS, "max_epochs": 8}))
     campaign = tmp_path / "stopped.yaml"
     campaign.write_text(yaml.safe_dump(data))
     run_dir = tmp_path / "runs" / "stopped"
@@ -116,7 +122,7 @@ def test_stop_then_resume_loses_and_repeats_nothing(tmp_path: Path) -> None:
 def test_stop_now_interrupts_and_resume_finishes(tmp_path: Path) -> None:
     """--now: SIGINT to the local driver; Tune ends at once, the campaign is not finished
     (DIED, exit 130 as after Ctrl+C) and a resume finishes it with the trials asked for."""
-    data = tiny_digits_campaign(name="now", budget={"trials": 6, "max_epochs": 6})
+    data = _slow(tiny_digits_campaign(name="now", budget={"trials": 6, "max_epochs": 8}))
     (tmp_path / "now.yaml").write_text(yaml.safe_dump(data))
     run_dir = tmp_path / "runs" / "now"
     driver = subprocess.Popen(
