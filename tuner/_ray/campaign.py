@@ -81,6 +81,7 @@ class Campaign:
     study_url: str | None = None
     study_name: str | None = None
     _storage: Any = field(default=None, repr=False)
+    _study: Any = field(default=None, repr=False)
 
     @property
     def out(self) -> TextIO:
@@ -130,8 +131,11 @@ class Campaign:
         raised (the campaign goes on)."""
         write_status(self.run_dir, document, mirror=self.status_mirror)
         try:
-            study = optuna.load_study(study_name=self.name_of_study, storage=self.study_storage())
-            study.set_user_attr(STATUS_ATTR, dict(document))
+            if self._study is None:  # loaded once: the publisher runs every 10 s
+                self._study = optuna.load_study(
+                    study_name=self.name_of_study, storage=self.study_storage()
+                )
+            self._study.set_user_attr(STATUS_ATTR, dict(document))
         except KeyError:  # the searcher creates the study with the first trial
             pass
         except Exception:

@@ -57,14 +57,7 @@ def add_status_command(subparsers: Any) -> None:
         "against its budget, and its top trials. ID is the campaign's id (its run folder's "
         "name under --runs-dir, or on the cluster with --address), or a run folder.",
     )
-    parser.add_argument(
-        "campaign",
-        metavar="ID",
-        help="the campaign's id (from `tuner list`), or its run folder",
-    )
-    parser.add_argument(
-        "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
-    )
+    _campaign_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the status as JSON")
     _address_argument(parser)
     parser.set_defaults(handler=_cmd_status)
@@ -79,14 +72,7 @@ def add_logs_command(subparsers: Any) -> None:
         "messages and final table (driver.log in the run folder; with --address, the Ray "
         "job's log on the cluster).",
     )
-    parser.add_argument(
-        "campaign",
-        metavar="ID",
-        help="the campaign's id (from `tuner list`), or its run folder",
-    )
-    parser.add_argument(
-        "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
-    )
+    _campaign_argument(parser)
     parser.add_argument(
         "--follow", "-f", action="store_true", help="keep printing until the campaign ends"
     )
@@ -105,6 +91,18 @@ def add_stop_command(subparsers: Any) -> None:
         "--resume ID`) continues it. --now ends it at once instead, as a crash would "
         "(resumable too: unfinished trials go on from their last checkpoint).",
     )
+    _campaign_argument(parser)
+    parser.add_argument(
+        "--now",
+        action="store_true",
+        help="end at once (SIGINT to a local driver; Ray's stop_job on a cluster)",
+    )
+    _address_argument(parser)
+    parser.set_defaults(handler=_cmd_stop)
+
+
+def _campaign_argument(parser: argparse.ArgumentParser) -> None:
+    """ID (a campaign's id, or its run folder) and --runs-dir: status, logs and stop."""
     parser.add_argument(
         "campaign",
         metavar="ID",
@@ -113,13 +111,6 @@ def add_stop_command(subparsers: Any) -> None:
     parser.add_argument(
         "--runs-dir", type=Path, default=Path("runs"), help="parent of run folders (runs/)"
     )
-    parser.add_argument(
-        "--now",
-        action="store_true",
-        help="end at once (SIGINT to a local driver; Ray's stop_job on a cluster)",
-    )
-    _address_argument(parser)
-    parser.set_defaults(handler=_cmd_stop)
 
 
 def _address_argument(parser: argparse.ArgumentParser) -> None:
