@@ -91,6 +91,7 @@ def run(
     worker_logs: bool = False,
     stream: TextIO | None = None,
     study_storage: str | None = None,
+    warm_start: PathLike | None = None,
 ) -> Result:
     """Runs a campaign to its end into a new run folder, ``<runs_dir>/<name>``.
 
@@ -123,6 +124,9 @@ def run(
         study_storage: Overrides ``study_storage``: the Optuna storage URL of the study
             (``postgresql+psycopg://user@host/db``, ``journal:///path``; default: study.db
             in the run folder). Checked to be reachable before anything is written.
+        warm_start: Overrides ``warm_start.from``: an earlier campaign's run folder whose
+            finished trials seed the sampler; its best (``warm_start.top``) are tried first.
+            Checked before anything is written.
 
     Returns:
         The campaign's :class:`~tuner.results.Result`.
@@ -148,6 +152,7 @@ def run(
         seed=seed,
         name=name,
         study_storage=study_storage,
+        warm_start=None if warm_start is None else str(warm_start),
     )
     root = Path(runs_dir)
     if storage is not None and rundir.is_uri(storage):

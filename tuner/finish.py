@@ -202,6 +202,9 @@ def run_summary(
     }
     if status is Status.GOAL_REACHED and budget is not None:
         summary["goal"] = {"reached": budget["goal_reached"], **goal_savings(cost)}
+    warm = rundir.read_run_record(run_dir).get("warm_start")
+    if warm is not None:
+        summary["warm_start"] = warm
     return summary
 
 

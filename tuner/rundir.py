@@ -194,12 +194,18 @@ def code_dirs_on_path(code_dirs: list[str]) -> Iterator[None]:
             os.environ["PYTHONPATH"] = saved_env
 
 
-def read_code_dirs(run_dir: Path) -> list[str]:
-    """The code folders a run was started with (empty for folders without run.json)."""
+def read_run_record(run_dir: Path) -> dict[str, Any]:
+    """The run's record (run.json), written once when it started; empty without one."""
     path = run_dir / RUN_FILE
     if not path.is_file():
-        return []
-    dirs: list[str] = json.loads(path.read_text()).get("code_dirs", [])
+        return {}
+    record: dict[str, Any] = json.loads(path.read_text())
+    return record
+
+
+def read_code_dirs(run_dir: Path) -> list[str]:
+    """The code folders a run was started with (empty for folders without run.json)."""
+    dirs: list[str] = read_run_record(run_dir).get("code_dirs", [])
     return dirs
 
 

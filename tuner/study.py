@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import optuna
+from optuna.trial import FrozenTrial, TrialState
 
 from tuner.rundir import RUN_FILE, STUDY_FILE, study_url
 
@@ -38,6 +39,9 @@ FAILURE_ATTR = "failure"
 FAILURE_MESSAGE_ATTR = "failure_message"
 ORPHAN_REASON = "orphaned: started after Tune's last snapshot before the driver died; not resumable"
 """The stop reason of a trial the dead driver asked for but Tune's last snapshot never had."""
+SEED_ATTR = "warm_start_seed"
+"""User attribute of a trial copied from an earlier campaign to seed the sampler
+(:mod:`tuner.warm_start`): ``<source>#<its number there>``. Not a trial of the campaign."""
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -113,6 +117,19 @@ def check_reachable(url: str, *, source: str = "<cli>", path: str = "--study-sto
             fix="check that the database server runs and that host, port, database and user "
             "are right (the password comes from PGPASSWORD or ~/.pgpass)",
         ) from None
+
+
+def campaign_trials(
+    study: optuna.Study, states: tuple[TrialState, ...] | None = None
+) -> list[FrozenTrial]:
+    """The study's trials that belong to its campaign: all but warm-start seeds.
+
+    Every count, summary, report and resume reads trials through this, so an earlier
+    campaign's trials that seed the sampler are never counted as this campaign's.
+    """
+    return [
+        t for t in study.get_trials(deepcopy=False, states=states) if SEED_ATTR not in t.user_attrs
+    ]
 
 
 def name_metrics(study: optuna.Study, metrics: list[str]) -> None:

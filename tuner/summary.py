@@ -34,6 +34,7 @@ from tuner.study import (
     ORPHAN_REASON,
     STOP_REASON_ATTR,
     TUNE_TRIAL_ID_ATTR,
+    campaign_trials,
 )
 
 
@@ -60,7 +61,7 @@ def _finite(value: float | None) -> float | None:
 def load_rows(study: optuna.Study) -> list[TrialRow]:
     """Reads every trial of ``study`` into rows (state names as Optuna's)."""
     rows = []
-    for t in study.get_trials(deepcopy=False):
+    for t in campaign_trials(study):
         inter = {int(k): float(v) for k, v in t.intermediate_values.items()}
         value = _finite(t.value) if t.state.name == "COMPLETE" else None
         if value is None and t.state.name == "PRUNED" and inter:
@@ -84,7 +85,7 @@ def load_rows(study: optuna.Study) -> list[TrialRow]:
 
 def _distributions(study: optuna.Study) -> dict[str, BaseDistribution]:
     out: dict[str, BaseDistribution] = {}
-    for t in study.get_trials(deepcopy=False):
+    for t in campaign_trials(study):
         for name, dist in t.distributions.items():
             out.setdefault(name, dist)
     return out

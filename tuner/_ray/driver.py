@@ -81,6 +81,7 @@ from tuner.status import ended_document
 from tuner.stop import clear_stop_request
 from tuner.study import check_reachable, checkpoint_study, name_metrics, open_study
 from tuner.summary import format_failures, format_table, load_rows, standings
+from tuner.warm_start import plan_warm_start, seed_study
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ def run_campaign(
         rundir.check_storage_uri(str(storage), source="run_campaign", path="storage")
     if spec.study_storage is not None:  # an unreachable database: an error, nothing written
         check_reachable(spec.study_storage, source=spec.source, path="study_storage")
+    warm = plan_warm_start(spec)  # a source that cannot seed it: an error, nothing written
     options = options or RayOptions()
     pricer = make_pricer(spec)
     with campaign_environment(spec), ray_session(options):
@@ -163,6 +165,7 @@ def run_campaign(
                 "stop_key": stop_key,
                 **({"storage": storage} if is_uri(storage) else {}),
                 **study,
+                **({"warm_start": warm.to_dict()} if warm is not None else {}),
             },
         )
         concurrent = max_concurrent_trials(spec, ray.cluster_resources(), cluster)
@@ -199,7 +202,7 @@ def run_campaign(
             study_url=study.get("study_storage"),
             study_name=study.get("study_name"),
         )
-        if campaign.study_url is not None:  # listed in the store from the start
+        if campaign.study_url is not None or warm is not None:  # listed/seeded from the start
             created = optuna.create_study(
                 study_name=campaign.name_of_study,
                 storage=campaign.study_storage(),
@@ -207,6 +210,9 @@ def run_campaign(
                 load_if_exists=True,
             )
             name_metrics(created, [spec.metric])
+            if warm is not None:
+                seed_study(created, warm)
+                print(warm.line(), file=stream or sys.stdout)
         tuner = build_tuner(campaign, concurrent=concurrent)
         result = _fit_and_summarize(campaign, tuner, cluster)
     _finish(run_dir, storage, stream)

@@ -38,7 +38,9 @@ from tuner.study import (
     ORPHAN_REASON,
     STOP_REASON_ATTR,
     TUNE_TRIAL_ID_ATTR,
+    campaign_trials,
 )
+from tuner.warm_start import FIRST_ATTR
 
 if TYPE_CHECKING:
     from tuner._ray.campaign import Campaign
@@ -284,7 +286,7 @@ class FidelityOptunaSearch(OptunaSearch):
                 self._reported.pop(tid, None)
         known = {t.number: tid for tid, t in self._ot_trials.items()}
         orphans = adopted = 0
-        for frozen in study.get_trials(deepcopy=False):
+        for frozen in campaign_trials(study):  # warm-start seeds are not the campaign's
             tune_id = known.get(frozen.number)
             attr_id = frozen.user_attrs.get(TUNE_TRIAL_ID_ATTR)
             if tune_id is None and resumed is not None and attr_id in resumed:
@@ -293,6 +295,8 @@ class FidelityOptunaSearch(OptunaSearch):
                 self._ot_trials[tune_id] = optuna.Trial(study, frozen._trial_id)
                 adopted += 1
             if tune_id is None:
+                if frozen.state == TrialState.WAITING and FIRST_ATTR in frozen.user_attrs:
+                    continue  # a warm start's best, enqueued: a later trial asks for it
                 if frozen.state in (TrialState.RUNNING, TrialState.WAITING):
                     storage.set_trial_user_attr(frozen._trial_id, STOP_REASON_ATTR, ORPHAN_REASON)
                     study.tell(frozen.number, state=TrialState.FAIL)

@@ -275,6 +275,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "folder)",
     )
     parser.add_argument(
+        "--warm-start",
+        metavar="RUN_DIR",
+        help="override warm_start.from: an earlier campaign's run folder whose trials seed the "
+        "sampler and whose best configurations are tried first (warm_start.top, default 3)",
+    )
+    parser.add_argument(
         "--budget-usd", type=positive_float, help="override budget.usd: dollars the nodes may cost"
     )
     parser.add_argument("--budget-gpu-hours", type=positive_float, help="override budget.gpu_hours")

@@ -108,6 +108,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         profile=args.profile,
         usd_per_gpu_hour=args.usd_per_gpu_hour,
         study_storage=args.study_storage,
+        warm_start=args.warm_start,
         **ray_flags(args),
     )
     return campaign_exit_code(result.summary)
@@ -142,6 +143,7 @@ def _dry_run(
         seed=args.seed,
         name=args.name,
         study_storage=getattr(args, "study_storage", None),
+        warm_start=getattr(args, "warm_start", None),
     )
     plan = make_plan(
         spec,
@@ -154,7 +156,12 @@ def _dry_run(
         num_cpus=args.num_cpus,
         num_gpus=args.num_gpus,
     )
+    from tuner.warm_start import plan_warm_start
+
+    warm = plan_warm_start(spec)  # a source that cannot seed the campaign: exit 2
     print(format_plan(plan))
+    if warm is not None:
+        print(f"  {warm.line()}")
     return 0
 
 

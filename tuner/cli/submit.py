@@ -37,6 +37,7 @@ _FORWARDED = (
     "usd_per_gpu_hour",
     "storage_path",
     "study_storage",
+    "warm_start",
 )
 
 

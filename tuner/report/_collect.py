@@ -20,7 +20,7 @@ import optuna
 import yaml
 
 from tuner.standings import Standings
-from tuner.study import open_study
+from tuner.study import campaign_trials, open_study
 from tuner.summary import TrialRow, load_rows, rank
 
 REPORT_FORMAT = 1
@@ -92,12 +92,18 @@ def history(rows: Sequence[TrialRow], *, maximize: bool) -> list[dict[str, Any]]
 def importances(study: optuna.Study) -> dict[str, Any]:
     """Optuna's fANOVA importances over the finished trials (share of variance per
     parameter), with the evaluator named; a reason instead when too few trials finished."""
-    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    complete = (optuna.trial.TrialState.COMPLETE,)
+    done = campaign_trials(study, states=complete)
     if len(done) < 3:
         return {"evaluator": None, "values": {}, "note": f"{len(done)} completed trials: too few"}
+    own = study
+    if len(done) < len(study.get_trials(deepcopy=False, states=complete)):
+        # Warm-start seeds are another campaign's trials: importances are this one's.
+        own = optuna.create_study(directions=study.directions)
+        own.add_trials(done)
     try:
         values = optuna.importance.get_param_importances(
-            study, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=0)
+            own, evaluator=optuna.importance.FanovaImportanceEvaluator(seed=0)
         )
     except (RuntimeError, ValueError) as err:  # e.g. a single distinct configuration
         return {"evaluator": "fanova", "values": {}, "note": str(err)}

@@ -37,6 +37,7 @@ from tuner.spec._params import (
 )
 from tuner.spec._parse import parse_campaign
 from tuner.spec._trainable import resolve_trainable
+from tuner.spec._warm_start import WarmStart
 from tuner.spec._yaml import load_campaign, load_config_file
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "SchedulerSpec",
     "SchedulerType",
     "Space",
+    "WarmStart",
     "format_duration",
     "load_campaign",
     "load_config_file",

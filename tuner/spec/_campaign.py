@@ -15,6 +15,7 @@ from tuner.spec._durations import parse_duration
 from tuner.spec._frozen import FrozenDict, thaw
 from tuner.spec._limits import CAMPAIGN
 from tuner.spec._params import Space
+from tuner.spec._warm_start import DEFAULT_TOP, WarmStart
 
 __all__ = [
     "RESERVED_PREFIX",
@@ -295,6 +296,8 @@ class CampaignSpec:
         description: Free text.
         study_storage: Where the Optuna study lives, a URL (None: ``study.db`` in the run
             folder); see :func:`tuner.rundir.check_study_storage`.
+        warm_start: The earlier campaign whose trials seed this one's sampler (None: a
+            cold start); see :mod:`tuner.warm_start`.
         source: Where the spec came from (file path as given, or ``"<dict>"``); not
             compared by ``==``.
     """
@@ -314,6 +317,7 @@ class CampaignSpec:
     fixed: Mapping[str, Any] = field(default_factory=FrozenDict)
     description: str = ""
     study_storage: str | None = None
+    warm_start: WarmStart | None = None
     # Provenance, not content: a spec equals its round trip through to_dict().
     source: str = field(default="<dict>", compare=False)
 
@@ -344,6 +348,8 @@ class CampaignSpec:
             out["fixed"] = thaw(self.fixed)
         if self.study_storage is not None:
             out["study_storage"] = self.study_storage
+        if self.warm_start is not None:
+            out["warm_start"] = self.warm_start.to_dict()
         return out
 
     def with_overrides(
@@ -358,6 +364,7 @@ class CampaignSpec:
         gpu_hours: float | None = None,
         deadline_s: float | str | None = None,
         study_storage: str | None = None,
+        warm_start: str | None = None,
     ) -> CampaignSpec:
         """Return a copy with command-line overrides applied and re-validated.
 
@@ -372,6 +379,8 @@ class CampaignSpec:
             gpu_hours: ``--budget-gpu-hours``; GPU-hours, > 0.
             deadline_s: ``--deadline``; seconds, or a duration string like ``"6h"``.
             study_storage: ``--study-storage``; a study storage URL.
+            warm_start: ``--warm-start``; a run folder whose trials seed this campaign
+                (``top`` as the file says, else its default).
 
         Returns:
             The updated spec (``self`` unchanged).
@@ -416,6 +425,15 @@ class CampaignSpec:
         store = self.study_storage
         if study_storage is not None:
             store = check_study_storage(study_storage)
+        warm = self.warm_start
+        if warm_start is not None:
+            top = min(warm.top if warm is not None else DEFAULT_TOP, budget.trials)
+            warm = WarmStart(run=ck.string(warm_start, "--warm-start"), top=top)
         return dataclasses.replace(
-            self, name=new_name, budget=budget, sampler=sampler, study_storage=store
+            self,
+            name=new_name,
+            budget=budget,
+            sampler=sampler,
+            study_storage=store,
+            warm_start=warm,
         )

@@ -34,6 +34,7 @@ from tuner.spec._limits import CAMPAIGN, MIN_REDUCTION_FACTOR, RESOURCE_UNIT, SI
 from tuner.spec._params import CategoricalParam, FloatParam, IntParam, Param, Space
 from tuner.spec._parse_space import check_key_name, check_plain, parse_space
 from tuner.spec._trainable import check_trainable_ref, resolve_trainable
+from tuner.spec._warm_start import parse_warm_start
 
 _TOP_KEYS = (
     "name",
@@ -51,6 +52,7 @@ _TOP_KEYS = (
     "pricing",
     "fixed",
     "study_storage",
+    "warm_start",
 )
 _REQUIRED = ("name", "trainable", "metric", "mode", "space", "budget")
 # Samplers with a random start-up phase before the model kicks in.
@@ -137,6 +139,11 @@ def _parse(ck: Checker, data: Any) -> CampaignSpec:
             url = ck.string(store, "study_storage")
             where = {"source": ck.source, "path": "study_storage"}
             parts["study_storage"] = check_study_storage(url, **where)
+    with each:
+        if data.get("warm_start") is not None:
+            budget = parts.get("budget")
+            trials = budget.trials if budget is not None else None
+            parts["warm_start"] = parse_warm_start(ck, data["warm_start"], trials)
     with each:
         space = data.get("space")
         names = list(space) if isinstance(space, Mapping) else []
