@@ -194,7 +194,7 @@ ROWS: list[tuple[str, str, Any, str]] = [
         CAMPAIGN + "sampelr: tpe\n",
         "{path}: sampelr: unknown key (allowed name, description, trainable, metric, mode, "
         "space, budget, scheduler, sampler, resources, checkpoint, failure, pricing, fixed, "
-        "study_storage) Did you mean 'sampler'?",
+        "study_storage, warm_start) Did you mean 'sampler'?",
     ),
     (
         "missing_metric",

@@ -19,7 +19,8 @@ from optuna.trial import TrialState
 from ray.tune.search.optuna import OptunaSearch
 
 from tuner._ray.searcher import FidelityOptunaSearch
-from tuner.study import ORPHAN_REASON
+from tuner.study import ORPHAN_REASON, SEED_ATTR
+from tuner.warm_start import FIRST_ATTR
 
 MAX_EPOCHS = 4
 SPACE = {"lr": FloatDistribution(1e-4, 1e-1, log=True)}
@@ -207,8 +208,8 @@ def test_repeated_restores_count_trials_finished_after_a_snapshot_once(tmp_path:
     first.save(str(tmp_path / "searcher-state-x.pkl"))
     second = _ours(storage, max_trials=4)
     second.restore(str(tmp_path / "searcher-state-x.pkl"))
-    assert second.suggest("c") is not None
-    assert second.suggest("d") is not None
+    assert isinstance(second.suggest("c"), dict)
+    assert isinstance(second.suggest("d"), dict)
     assert second.suggest("e") == "FINISHED"
 
 
@@ -276,3 +277,33 @@ def test_the_campaign_stays_out_of_tunes_pickles_and_a_restore_keeps_this_driver
     restored = _ours(storage, campaign=second)
     restored.restore(str(tmp_path / "searcher-state-x.pkl"))
     assert restored._campaign is second
+
+
+def test_warm_start_seeds_are_not_counted_and_its_queued_best_survive_a_restore(
+    tmp_path: Path,
+) -> None:
+    # A warm start put an earlier campaign's trial in the study (not this campaign's) and
+    # queued its two best; the driver dies after the first trial took the first of them.
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/study.db")
+    study = optuna.create_study(study_name="s", storage=storage, direction="minimize")
+    study.add_trial(
+        optuna.trial.create_trial(
+            value=0.1,
+            params={"lr": 0.01},
+            distributions=SPACE,
+            user_attrs={SEED_ATTR: "runs/old#0"},
+        )
+    )
+    for rank, lr in enumerate((0.01, 0.002), start=1):
+        study.enqueue_trial({"lr": lr}, user_attrs={FIRST_ATTR: rank})
+    searcher = _ours(storage, seed=0, max_trials=3)
+    assert searcher.suggest("a") == {"lr": 0.01}
+    searcher.save(str(tmp_path / "searcher-state-x.pkl"))
+    _experiment_state(tmp_path, ["a"])
+
+    restored = _ours(storage, max_trials=3)
+    restored.restore(str(tmp_path / "searcher-state-x.pkl"))
+    assert not [t for t in study.get_trials() if t.state is TrialState.FAIL], "no orphan"
+    assert restored.suggest("b") == {"lr": 0.002}, "the queued second best, after the restore"
+    assert isinstance(restored.suggest("c"), dict), "a third trial of its own"
+    assert restored.suggest("d") == "FINISHED", "3 trials of its own; the seed is not one"

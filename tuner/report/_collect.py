@@ -99,7 +99,12 @@ def importances(study: optuna.Study) -> dict[str, Any]:
     own = study
     if len(done) < len(study.get_trials(deepcopy=False, states=complete)):
         # Warm-start seeds are another campaign's trials: importances are this one's.
-        own = optuna.create_study(directions=study.directions)
+        verbosity = optuna.logging.get_verbosity()
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "study created" line
+        try:
+            own = optuna.create_study(directions=study.directions)
+        finally:
+            optuna.logging.set_verbosity(verbosity)
         own.add_trials(done)
     try:
         values = optuna.importance.get_param_importances(

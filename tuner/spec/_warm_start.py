@@ -94,9 +94,9 @@ def parse_warm_start(ck: Checker, value: Any, trials: int | None) -> WarmStart:
     )
     ck.keys(where, "warm_start.from", ("storage", "study"), ("storage", "study"))
     url = check_study_storage(
-        ck.string(where["storage"], "warm_start.from.storage"),
+        ck.string(ck.required(where, "storage"), "warm_start.from.storage"),
         source=ck.source,
         path="warm_start.from.storage",
     )
-    study = ck.string(where["study"], "warm_start.from.study")
+    study = ck.string(ck.required(where, "study"), "warm_start.from.study")
     return WarmStart(storage=url, study=study, top=top)
