@@ -24,7 +24,8 @@ budget; ``epochs to cold's best`` = trial-epochs (in the order they ended) each 
 needed to reach it (the cold one's own, and the warm one's, which is budget + 1 when it
 never did); per seed the ratio warm/cold; the median over seeds with a 95 % bootstrap
 interval (tuning_efficiency.median_interval). Below 1: the warm start got there sooner.
-Also how many seeds the warm campaign beat (strictly better final best) or tied.
+Also in how many seeds the warm campaign ended better (strictly better final best) or
+tied, and in how many it was better after a quarter of the budget.
 
     .venv/bin/python bench/warm_start.py [--tasks hpolib,digits] [--seeds 10] [--continue]
 """
@@ -112,7 +113,7 @@ def run_seed(task: str, seed: int) -> dict[str, Any]:
 
 def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per seed epochs to the cold campaign's best, and the median ratio with an interval."""
-    ratios, cold_epochs, warm_epochs, better, tied = [], [], [], 0, 0
+    ratios, cold_epochs, warm_epochs, better, tied, early = [], [], [], 0, 0, 0
     for row in rows:
         budget, maximize = row["budget"], row["maximize"]
         cold = te.anytime(row["cold"], budget, maximize)
@@ -124,6 +125,9 @@ def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
         cold_epochs.append(c)
         warm_epochs.append(w)
         ratios.append(w / c)
+        quarter = budget // 4 - 1
+        if (warm[quarter] > cold[quarter]) if maximize else (warm[quarter] < cold[quarter]):
+            early += 1
         if (warm[-1] > cold[-1]) if maximize else (warm[-1] < cold[-1]):
             better += 1
         elif warm[-1] == cold[-1]:
@@ -137,6 +141,7 @@ def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "median_warm_epochs": statistics.median(warm_epochs),
         "warm_better": better,
         "tied": tied,
+        "warm_better_at_quarter": early,
         "ratios": ratios,
     }
 
@@ -179,9 +184,9 @@ def main() -> int:
     results = {}
     print(
         "\n| task | seeds | epochs to cold's best, warm/cold (median, 95% CI) | cold | warm "
-        "| warm better/tied |"
+        "| warm better/tied at the end | warm better at 1/4 budget |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for task in args.tasks.split(","):
         rows = [r for r in done if r["task"] == task]
         if not rows:
@@ -191,7 +196,7 @@ def main() -> int:
         print(
             f"| {task} | {fig['seeds']} | {fig['median_ratio']:.2f} [{low:.2f}, {high:.2f}] | "
             f"{fig['median_cold_epochs']:g} | {fig['median_warm_epochs']:g} | "
-            f"{fig['warm_better']}/{fig['tied']} |"
+            f"{fig['warm_better']}/{fig['tied']} | {fig['warm_better_at_quarter']} |"
         )
     (args.out / "figures.json").write_text(json.dumps(results, indent=2) + "\n")
     return 0 if all(math.isfinite(f["median_ratio"]) for f in results.values()) else 1

@@ -49,6 +49,9 @@ def test_a_campaign_warm_started_from_an_earlier_one(tmp_path: Path) -> None:
     assert warm["seeded_complete"] == 0, "2-epoch trials never reach the target's 3"
     assert warm["tried_first"] == min(2, len(inside))
     assert summary["trials_run"] == 5, "the campaign's own trials, not the seeds"
+    shown = run_cli(["show", "runs/target"], cwd=tmp_path, timeout=60)
+    assert shown.stdout.startswith("target: 5 trials ("), shown.stdout
+    assert f"warm start from runs/source: {warm['seeded']} of its trials seeded" in shown.stdout
 
     study = open_study(run_dir)
     seeds = [t for t in study.trials if SEED_ATTR in t.user_attrs]

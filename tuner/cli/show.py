@@ -63,11 +63,19 @@ def _cmd_show(args: argparse.Namespace) -> int:
         max_epochs=int(result.summary["max_epochs"]),
         top=args.top,
     )
+    warm = result.summary.get("warm_start")
+    if warm is not None:
+        summary["warm_start"] = warm
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
     states = ", ".join(f"{n} {s}" for s, n in summary["states"].items()) or "none"
     print(f"{result.campaign}: {summary['trials']} trials ({states})")
+    if warm is not None:
+        print(
+            f"warm start from {warm['from']}: {warm['seeded']} of its trials seeded the sampler "
+            f"(not counted above), its {warm['tried_first']} best were tried first"
+        )
     print(format_table(summary, limit=args.top))
     failures = format_failures(summary, limit=args.top)
     if failures:
