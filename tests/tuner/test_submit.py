@@ -65,3 +65,13 @@ def test_a_dry_run_through_the_script_prints_the_plan_and_writes_nothing(tmp_pat
     assert "plan for campaign digits-cnn" in proc.stdout
     assert "decided by the cluster at auto" in proc.stdout  # it joins the cluster it runs on
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_warm_start_id_is_the_run_folder_on_the_head() -> None:
+    from tuner.cli.submit import DEFAULT_RUNS, source_on_head
+
+    assert source_on_head("digits-20261207-190625", DEFAULT_RUNS) == (
+        "~/tuner-runs/digits-20261207-190625"
+    )
+    assert source_on_head("/data/runs/digits", DEFAULT_RUNS) == "/data/runs/digits"
+    assert source_on_head("runs/digits", "/srv") == "runs/digits"

@@ -278,7 +278,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--warm-start",
         metavar="RUN_DIR",
         help="override warm_start.from: an earlier campaign's run folder whose trials seed the "
-        "sampler and whose best configurations are tried first (warm_start.top, default 3)",
+        "sampler and whose best configurations are tried first (warm_start.top, default 3); "
+        "with tuner submit, an id from `tuner list --address` too",
     )
     parser.add_argument(
         "--budget-usd", type=positive_float, help="override budget.usd: dollars the nodes may cost"

@@ -90,6 +90,8 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     duration_flag(args.time_limit, "--time-limit")
     duration_flag(args.deadline, "--deadline")
     ident = campaign_id(args.name or spec.name)
+    if args.warm_start is not None:
+        args.warm_start = source_on_head(args.warm_start, args.runs_dir)
     argv = ["run", campaign.as_posix(), "--name", ident, "--address", "auto"]
     argv += ["--runs-dir", str(args.runs_dir)]
     for key in _FORWARDED:
@@ -106,12 +108,21 @@ def _cmd_submit(args: argparse.Namespace) -> int:
         print(f"  python -m tuner {' '.join(argv)}")
         print(f"  working_dir {working_dir}\n")
         args.address, args.num_cpus, args.num_gpus = None, None, None
+        if args.warm_start is not None:  # the source is on the head: checked there
+            print(f"  warm start from {args.warm_start} (checked on the head)\n")
+            args.warm_start = None
         time_limit = duration_flag(args.time_limit, "--time-limit")
         return _dry_run(args, spec, time_limit, duration_flag(args.deadline, "--deadline"))
     cluster = connect(args.address)
     job = cluster.submit(submission_id=ident, name=spec.name, argv=argv, working_dir=working_dir)
     _say(args, cluster.address, ident, job, time.monotonic() - started)
     return 0
+
+
+def source_on_head(warm_start: str, runs_dir: str | Path) -> str:
+    """``--warm-start`` for a job: an id from ``tuner list --address`` is the run folder of
+    that campaign on the head, under ``--runs-dir``; a path is left as it is."""
+    return warm_start if "/" in warm_start else f"{runs_dir}/{warm_start}"
 
 
 def _resume(args: argparse.Namespace, started: float) -> int:
