@@ -26,7 +26,8 @@ dropped from the head's environment (a ``RAY_AUTH_TOKEN`` or ``RAY_ADDRESS`` the
 change which token or cluster it uses); ``env=`` adds variables.
 
 Stopped by PID only (:meth:`RayHead.stop`), like :class:`tests.fakecluster.FakeCluster`
-(whose process tracker and watchdog it reuses): SIGTERM to the head's ``ray start``,
+(both use the process tracker and watchdog of
+:mod:`tests.processes`): SIGTERM to the head's ``ray start``,
 which stops the GCS, raylet, dashboard...; then every process ever recorded (descendants
 of the ``ray start``, members of its session, processes naming the temp dir, polled every
 ``poll_s``) or carrying this head's marker in its environment (job drivers run in
@@ -47,16 +48,12 @@ reason, where the head's packages are missing; under ``CI=true`` a skip fails)::
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import ipaddress
 import json
 import os
-import random
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -66,17 +63,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.fakecluster import (
-    _WATCHDOG_SRC,
+from tests.ports import accepts, free_port_block
+from tests.ports import listening_sockets as listening_sockets  # tests import it here
+from tests.process_tracker import ProcessTracker, spawn_tracked
+from tests.processes import (
     ProcInfo,
-    _all_pids,
-    _free_port_block,
-    _is_alive,
-    _ProcessTracker,
-    _read_cmdline,
-    _read_stat,
-    _tail,
-    _wait_gone,
+    Started,
+    processes_with_env,
+    read_tail,
+    reap,
+    stop_process,
+    sweep,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,60 +125,7 @@ def head_site_problem(site: Path | None = None) -> str | None:
     return None
 
 
-def listening_sockets(pids: set[int]) -> list[dict[str, Any]]:
-    """The TCP sockets in LISTEN state that processes ``pids`` hold: ``pid``, ``cmd``
-    (its command line, shortened), ``ip`` (IPv4-mapped IPv6 addresses as IPv4) and
-    ``port``; from ``/proc/PID/fd`` and ``/proc/net/tcp`` and ``tcp6``."""
-    inodes: dict[int, int] = {}
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                with contextlib.suppress(OSError):
-                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
-                    if link.startswith("socket:["):
-                        inodes[int(link[8:-1])] = pid
-    out = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError), open(table) as f:
-            next(f)  # header
-            for line in f:
-                fields = line.split()
-                local, state, inode = fields[1], fields[3], int(fields[9])
-                if state != "0A" or inode not in inodes:  # 0A: TCP_LISTEN
-                    continue
-                hex_ip, hex_port = local.split(":")
-                pid = inodes[inode]
-                out.append(
-                    {
-                        "pid": pid,
-                        "cmd": " ".join(_read_cmdline(pid))[:100],
-                        "ip": str(_proc_net_ip(hex_ip)),
-                        "port": int(hex_port, 16),
-                    }
-                )
-    return sorted(out, key=lambda s: (s["port"], s["pid"]))
-
-
-def _accepts(port: int) -> bool:
-    """Whether 127.0.0.1:``port`` accepts a TCP connection."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
-def _proc_net_ip(hex_ip: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    """An address as /proc/net/tcp{,6} writes it: 32-bit words in host (little) order."""
-    raw = bytes.fromhex(hex_ip)
-    host = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
-    if len(host) == 4:
-        return ipaddress.IPv4Address(host)
-    v6 = ipaddress.IPv6Address(host)
-    return v6.ipv4_mapped or v6
-
-
-class RayHead:
+class RayHead(Started):
     """A Ray head with dashboard and Job Submission API on 127.0.0.1, token auth.
 
     Args:
@@ -200,6 +144,8 @@ class RayHead:
         keep_dir: keep the head's dir (logs) after stop (kept anyway if stop found
             leftovers or the ``with`` body raised).
     """
+
+    name = "ray_head"
 
     def __init__(
         self,
@@ -238,10 +184,8 @@ class RayHead:
         self.stop_report: dict[str, Any] = {}
         self.leftovers: list[ProcInfo] = []
         self._watchdog: subprocess.Popen[bytes] | None = None
-        self._tracker: _ProcessTracker | None = None
+        self._tracker: ProcessTracker | None = None
         self._head_out: Any = None
-        self._stopped = False
-        self._failed = False
 
     # ------------------------------------------------------------------ addresses
 
@@ -287,15 +231,6 @@ class RayHead:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def __enter__(self) -> RayHead:
-        self.start()
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is not None:
-            self._failed = True
-        self.stop(raise_on_leftovers=exc_type is None)
-
     def start(self) -> RayHead:
         if self.head_proc is not None:
             raise RuntimeError("already started")
@@ -314,7 +249,7 @@ class RayHead:
         with os.fdopen(fd, "w") as f:
             f.write(self.token)
 
-        base = _free_port_block(len(PORT_NAMES) + N_WORKER_PORTS, random.Random())
+        base = free_port_block(len(PORT_NAMES) + N_WORKER_PORTS)
         self.ports = {name: base + i for i, name in enumerate(PORT_NAMES)}
         self.ports["min_worker"] = base + len(PORT_NAMES)
         self.ports["max_worker"] = base + len(PORT_NAMES) + N_WORKER_PORTS - 1
@@ -372,42 +307,17 @@ class RayHead:
         )
         env.update(self.extra_env)
         self._head_out = open(self.dir / "head.out", "wb")  # noqa: SIM115 - closed in stop()
-        atexit.register(self._atexit)
+        self._register()
         self.started_at = time.time()
-        self.head_proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=self._head_out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,  # own session and process group: sid == pgid == pid
-        )
-        head_stat = _read_stat(self.head_proc.pid)
-        own_stat = _read_stat(os.getpid())
-        assert head_stat is not None and own_stat is not None
-        self._watchdog = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                _WATCHDOG_SRC,
-                str(os.getpid()),
-                str(own_stat[3]),
-                str(self.head_proc.pid),
-                str(head_stat[3]),
-                "0.5",
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=self._head_out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # not in the head's session; outlives this process
-        )
         temp_dir_str = str(self.ray_temp_dir)
-        self._tracker = _ProcessTracker(
-            self.head_proc.pid,
-            self.poll_s,
+        self.head_proc, self._watchdog, self._tracker = spawn_tracked(
+            cmd,
+            self._head_out,
+            env=env,
+            name="ray_head",
+            poll_s=self.poll_s,
             extra_match=lambda argv: any(temp_dir_str in a for a in argv),
         )
-        self._tracker.start()
         try:
             self._wait_ready(t0)
         except BaseException:
@@ -436,7 +346,7 @@ class RayHead:
         # in the GCS, which it does right after its HTTP server starts listening. The
         # runtime-env agent must be up too before a job's supervisor actor can start.
         for name in ("dashboard_agent_listen", "runtime_env_agent"):
-            while not _accepts(self.ports[name]):
+            while not accepts(self.ports[name]):
                 self._check_time(deadline, f"the {name.replace('_', ' ')}")
         self.start_report["agents_s"] = time.monotonic() - t0
         if self.check_job:
@@ -466,7 +376,7 @@ class RayHead:
             raise RuntimeError(f"the trial job ended {status}: {info.message}")
         events = self.ray_temp_dir / "session_latest" / "logs" / "events" / "event_JOBS.log"
         done = f"Completed a ray job {job_id} "
-        while done not in _tail(events, 1 << 20):
+        while done not in read_tail(events, 1 << 20):
             self._check_time(deadline, f"Ray's job monitor to see {job_id} end", sleep_s=0.1)
         client.delete_job(job_id)
 
@@ -496,10 +406,6 @@ class RayHead:
             code = None if self.head_proc is None else self.head_proc.returncode
             raise RuntimeError(f"ray start exited with {code}:\n{self.head_log()}")
 
-    def _atexit(self) -> None:
-        if not self._stopped:
-            self.stop(raise_on_leftovers=False)
-
     def stop(self, raise_on_leftovers: bool = True, term_timeout_s: float = 10.0) -> None:
         """Stops everything this head started, by PID; idempotent.
 
@@ -512,61 +418,27 @@ class RayHead:
         ``ray start`` to exit), ``sweep_s``, ``swept`` ((signal, pid, command) the sweep
         had to send; none when the orderly part did it all).
         """
-        if self._stopped:
+        if not self._begin_stop():
             return
-        self._stopped = True
-        with contextlib.suppress(Exception):
-            atexit.unregister(self._atexit)
         t0 = time.monotonic()
         tracker = self._tracker
         if self.head_proc is not None:
             if tracker is not None:
                 tracker.scan()
-            if self.head_proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    self.head_proc.send_signal(signal.SIGTERM)
-                try:
-                    self.head_proc.wait(timeout=term_timeout_s)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        self.head_proc.kill()
-                    self.head_proc.wait(timeout=10)
+            stop_process(self.head_proc, ((signal.SIGTERM, term_timeout_s), (signal.SIGKILL, 10)))
         t_head = time.monotonic()
-        swept: list[tuple[str, int, str]] = []
-        for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0), (signal.SIGKILL, 5.0)):
-            alive = self._alive_processes()
-            if not alive:
-                break
-            for p in alive:
-                if _is_alive(p.pid, p.start_ticks):
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(p.pid, sig)
-                        swept.append((signal.Signals(sig).name, p.pid, " ".join(p.cmdline)[:80]))
-            _wait_gone(alive, wait_s)
+        swept = [(sig, p.pid, " ".join(p.cmdline)[:80]) for sig, p in sweep(self._alive_processes)]
         if tracker is not None:
             tracker.stop()
         self.leftovers = self._alive_processes()
-        if self._watchdog is not None and self._watchdog.poll() is None:
-            self._watchdog.kill()  # a plain child: nothing of Ray's, no children
-            self._watchdog.wait(timeout=10)
+        reap(self._watchdog)  # a plain child: nothing of Ray's, no children
         self.stop_report = {
             "head_s": t_head - t0,
             "sweep_s": time.monotonic() - t_head,
             "swept": swept,
         }
-        if self._head_out is not None:
-            self._head_out.close()
-        if self.leftovers:
-            self._failed = True
-        if self.dir is not None and not (self.keep_dir or self._failed):
-            shutil.rmtree(self.dir, ignore_errors=True)
-        elif self.dir is not None:
-            print(f"ray_head: kept {self.dir}", file=sys.stderr)
-        if self.leftovers and raise_on_leftovers:
-            raise RuntimeError(
-                "processes left after stop: "
-                + "; ".join(f"{p.pid} {' '.join(p.cmdline)[:120]}" for p in self.leftovers)
-            )
+        left = [(p.pid, " ".join(p.cmdline)) for p in self.leftovers]
+        self._end_stop(self._head_out, left, raise_on_leftovers)
 
     # ------------------------------------------------------------------ processes
 
@@ -574,8 +446,7 @@ class RayHead:
         """Recorded processes still alive, plus any live process marked as this head's."""
         alive: list[ProcInfo] = []
         if self._tracker is not None:
-            self._tracker.scan()
-            alive = [p for p in self._tracker.snapshot() if p.alive]
+            alive = self._tracker.alive()
         known = {p.pid for p in alive}
         for info in self.marked_processes():
             if info.pid not in known:
@@ -588,34 +459,7 @@ class RayHead:
         independent of the tracker."""
         if self.dir is None:
             return []
-        marker = f"{MARKER_ENV}={self.dir}".encode()
-        own = os.getpid()
-        out = []
-        for pid in _all_pids():
-            if pid == own:
-                continue
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as f:
-                    if marker not in f.read().split(b"\0"):
-                        continue
-            except OSError:
-                continue
-            stat = _read_stat(pid)
-            if stat is None or stat[0] in ("Z", "X"):
-                continue
-            now = time.time()
-            out.append(
-                ProcInfo(
-                    pid=pid,
-                    ppid=stat[1],
-                    start_ticks=stat[3],
-                    started_at=now,
-                    first_seen=now,
-                    cmdline=_read_cmdline(pid),
-                    last_seen=now,
-                )
-            )
-        return out
+        return processes_with_env(MARKER_ENV, str(self.dir))
 
     def processes(self) -> list[ProcInfo]:
         """Every process recorded so far (alive or ended)."""
@@ -636,13 +480,13 @@ class RayHead:
     # ------------------------------------------------------------------ logs
 
     def head_log(self, tail: int = 4000) -> str:
-        return "" if self.dir is None else _tail(self.dir / "head.out", tail)
+        return "" if self.dir is None else read_tail(self.dir / "head.out", tail)
 
     def log(self, name: str, tail: int = 4000) -> str:
         """The tail of one of Ray's session logs (``dashboard.log``, ``raylet.out``...)."""
         if self.ray_temp_dir is None:
             return ""
-        return _tail(self.ray_temp_dir / "session_latest" / "logs" / name, tail)
+        return read_tail(self.ray_temp_dir / "session_latest" / "logs" / name, tail)
 
 
 @contextlib.contextmanager
