@@ -55,23 +55,35 @@ The driver is psycopg 3 (the ``postgres`` extra, and so the ``dev`` extra);
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import pwd
 import re
 import secrets
-import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from tests.ports import free_port as _free_port  # a module global: a test replaces it
+from tests.processes import (
+    ProcInfo,
+    Started,
+    cmdline_str,
+    processes_with_cwd,
+    read_tail,
+    reap,
+    spawn,
+    start_ticks,
+    stop_process,
+    sweep,
+    wait_gone,
+)
+from tests.watchdog import start_watchdog
 
 PG_LIB = Path("/usr/lib/postgresql")  # Debian's: /usr/lib/postgresql/<version>/bin
 SYSTEM_USER = "postgres"  # who runs initdb and postgres when the caller is root
@@ -124,18 +136,7 @@ def postgres_problem(bindir: Path | None = None) -> str | None:
     return None
 
 
-# --------------------------------------------------------------------------- /proc
-
-
-def _read_stat(pid: int) -> tuple[str, int] | None:
-    """(state, start ticks) of ``pid``, or None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read().decode(errors="replace")
-    except OSError:
-        return None
-    fields = data.rsplit(")", 1)[1].split()  # field N of stat(5) is fields[N - 3]
-    return fields[0], int(fields[19])
+# --------------------------------------------------------------------------- processes
 
 
 def server_processes(data_dir: Path, since_ticks: int) -> list[tuple[int, int]]:
@@ -146,50 +147,7 @@ def server_processes(data_dir: Path, since_ticks: int) -> list[tuple[int, int]]:
     postmaster's group do not reach it), and one orphaned by a killed postmaster has init
     for a parent; its environment is no marker either (the ps-title code writes over it).
     The postmaster ``chdir``s to its data dir and its children inherit that."""
-    target = str(data_dir)
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            cwd = os.readlink(f"/proc/{name}/cwd")
-        except OSError:
-            continue
-        if cwd != target:
-            continue
-        st = _read_stat(int(name))
-        if st and st[1] >= since_ticks and st[0] not in ("Z", "X"):
-            out.append((int(name), st[1]))
-    return sorted(out)
-
-
-def _alive(pid: int, ticks: int) -> bool:
-    st = _read_stat(pid)
-    return st is not None and st[1] == ticks and st[0] not in ("Z", "X")
-
-
-def _wait_gone(procs: list[tuple[int, int]], timeout: float) -> list[tuple[int, int]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        procs = [p for p in procs if _alive(*p)]
-        if not procs or time.monotonic() >= deadline:
-            return procs
-        time.sleep(0.02)
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return "?"
-
-
-def _free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (the kernel's pick)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return [(p.pid, p.start_ticks) for p in processes_with_cwd(data_dir, since_ticks)]
 
 
 def _remove_shm(shmid: int) -> bool:
@@ -207,72 +165,10 @@ def _remove_shm(shmid: int) -> bool:
     return False
 
 
-# Run as ``python -c _WATCHDOG_SRC OWNER OWNER_TICKS PM PM_TICKS DIR DATA_DIR`` in a
-# session of its own: while the owner (the process that started the server) and the
-# postmaster PM live, it sleeps; once PM is gone (a normal stop) it exits; once the owner
-# is gone first, it sends SIGQUIT (immediate shutdown) to PM, SIGKILL to whatever of the
-# server is left (working directory DATA_DIR), and removes DIR. Standard library only.
-_WATCHDOG_SRC = r"""
-import os, shutil, signal, sys, time
-owner, owner_ticks, pm, pm_ticks = (int(a) for a in sys.argv[1:5])
-root, data_dir = sys.argv[5], sys.argv[6]
-
-def stat(pid):
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            fields = f.read().decode(errors="replace").rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return fields[0], int(fields[19])  # state, start ticks
-
-def alive(pid, ticks):
-    st = stat(pid)
-    return st is not None and st[1] == ticks and st[0] not in ("Z", "X")
-
-def members():  # the server's processes: working directory its data dir
-    out = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                if os.readlink("/proc/%s/cwd" % name) != data_dir:
-                    continue
-            except OSError:
-                continue
-            st = stat(int(name))
-            if st and st[1] >= pm_ticks and st[0] not in ("Z", "X"):
-                out.append((int(name), st[1]))
-    return out
-
-while alive(owner, owner_ticks):
-    if not alive(pm, pm_ticks):
-        sys.exit(0)
-    time.sleep(0.5)
-print("postgres watchdog: owner %d gone; stopping postmaster %d" % (owner, pm), flush=True)
-for sig in (signal.SIGQUIT, signal.SIGKILL, signal.SIGKILL):
-    procs = [(pm, pm_ticks)] if sig == signal.SIGQUIT else members()
-    procs = [p for p in procs if alive(*p)]
-    for pid, ticks in procs:
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
-    deadline = time.time() + 5.0
-    while time.time() < deadline and any(alive(*p) for p in procs):
-        time.sleep(0.05)
-    if not members():
-        break
-left = members()
-if not left:
-    shutil.rmtree(root, ignore_errors=True)
-print("postgres watchdog: left %r" % (left,), flush=True)
-sys.exit(1 if left else 0)
-"""
-
-
 # --------------------------------------------------------------------------- server
 
 
-class PostgresServer:
+class PostgresServer(Started):
     """A PostgreSQL server on 127.0.0.1, superuser ``tuner`` with a random password.
 
     Args:
@@ -291,6 +187,8 @@ class PostgresServer:
     processes that needed a SIGKILL after it, ``clean``: the postmaster removed its
     ``postmaster.pid``) and ``leftovers``.
     """
+
+    name = "postgres"
 
     def __init__(
         self,
@@ -324,8 +222,6 @@ class PostgresServer:
         self._env: dict[str, str] = {}
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._log: Any = None
-        self._stopped = False
-        self._failed = False
 
     # ------------------------------------------------------------------ addresses
 
@@ -385,15 +281,6 @@ class PostgresServer:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def __enter__(self) -> PostgresServer:
-        self.start()
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is not None:
-            self._failed = True
-        self.stop(raise_on_leftovers=exc_type is None)
-
     def start(self) -> PostgresServer:
         if self.proc is not None or self._stopped:
             raise RuntimeError("a PostgresServer starts once")
@@ -403,7 +290,7 @@ class PostgresServer:
         assert self.bindir is not None
         t0 = time.monotonic()
         self.dir = Path(tempfile.mkdtemp(prefix="pg-", dir=self._tmp_parent))
-        atexit.register(self._atexit)
+        self._register()
         try:
             self._initdb()
             self.start_report["initdb_s"] = time.monotonic() - t0
@@ -487,25 +374,16 @@ class PostgresServer:
             for key, value in self.settings.items():
                 cmd += ["-c", f"{key}={value}"]
             t0 = time.monotonic()
-            self.proc = subprocess.Popen(
-                cmd,
-                cwd=self.dir,
-                env=self._env,
-                stdin=subprocess.DEVNULL,
-                stdout=self._log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # not in the caller's process group or session
-                **self._run_as,
-            )
-            stat = _read_stat(self.proc.pid)
-            if stat is not None:
-                self._pm_ticks = stat[1]
+            # not in the caller's process group or session
+            self.proc = spawn(cmd, self._log, cwd=self.dir, env=self._env, **self._run_as)
+            self._pm_ticks = start_ticks(self.proc.pid)
             self._start_watchdog()
             if self._wait_ready():
                 self.start_report["ready_s"] = time.monotonic() - t0
                 return
             # it exited: a port taken between _free_port() and its bind is worth a retry
-            self._reap_watchdog()
+            reap(self._watchdog)
+            self._watchdog = None
             log = self.log()
             if "could not bind" not in log or attempt == attempts - 1:
                 raise RuntimeError(
@@ -544,38 +422,26 @@ class PostgresServer:
         return True
 
     def _start_watchdog(self) -> None:
-        assert self.proc is not None and self.dir is not None
-        own = _read_stat(os.getpid())
-        if own is None or self._pm_ticks is None:
+        """Should this process die without stopping the server: SIGQUIT (immediate
+        shutdown) to the postmaster, SIGKILL to what is left of the server (working
+        directory its data dir), then its dir removed. It exits once the postmaster has."""
+        assert self.proc is not None and self.dir is not None and self.data_dir is not None
+        if self._pm_ticks is None:
             return
-        self._watchdog = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                _WATCHDOG_SRC,
-                str(os.getpid()),
-                str(own[1]),
-                str(self.proc.pid),
-                str(self._pm_ticks),
-                str(self.dir),
-                str(self.data_dir),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # not in the server's session; outlives this process
+        self._watchdog = start_watchdog(
+            self.proc.pid,
+            self._pm_ticks,
+            name="postgres",
+            log=self._log,
+            cwd=self.data_dir,
+            until="leader",
+            steps=(
+                (signal.SIGQUIT, "leader", 5.0),
+                (signal.SIGKILL, "members", 5.0),
+                (signal.SIGKILL, "members", 5.0),
+            ),
+            remove=self.dir,
         )
-
-    def _reap_watchdog(self) -> None:
-        if self._watchdog is not None:
-            if self._watchdog.poll() is None:
-                self._watchdog.kill()  # a plain child: no children of its own
-            self._watchdog.wait(timeout=10)
-            self._watchdog = None
-
-    def _atexit(self) -> None:
-        if not self._stopped:
-            self.stop(raise_on_leftovers=False)
 
     def stop(
         self,
@@ -588,11 +454,8 @@ class PostgresServer:
         (immediate shutdown), up to ``quit_timeout_s``; SIGKILL. Then SIGKILL to any
         process of the server's still there 2 s later, and a last scan: ``leftovers``,
         and RuntimeError with ``raise_on_leftovers``."""
-        if self._stopped:
+        if not self._begin_stop():
             return
-        self._stopped = True
-        with contextlib.suppress(Exception):
-            atexit.unregister(self._atexit)
         t0 = time.monotonic()
         signals: list[str] = []
         swept: list[tuple[int, str]] = []
@@ -600,26 +463,20 @@ class PostgresServer:
         if pm is not None and self._pm_ticks is not None:
             assert self.data_dir is not None
             data_dir, since = self.data_dir, self._pm_ticks
-            for sig, wait_s in (
+            steps = (
                 (signal.SIGINT, term_timeout_s),  # fast shutdown
                 (signal.SIGQUIT, quit_timeout_s),  # immediate shutdown
                 (signal.SIGKILL, 5.0),
-            ):
-                if pm.poll() is not None:
-                    break
-                with contextlib.suppress(ProcessLookupError):
-                    pm.send_signal(sig)
-                signals.append(signal.Signals(sig).name)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    pm.wait(timeout=wait_s)
-            # backends notice a dead postmaster and exit; any that have not, SIGKILL
-            left = _wait_gone(server_processes(data_dir, since), 2.0)
-            for pid, _ in left:
-                swept.append((pid, _cmdline(pid)))
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            _wait_gone(left, 5.0)
-            self.leftovers = [(pid, _cmdline(pid)) for pid, _ in server_processes(data_dir, since)]
+            )
+            signals = stop_process(pm, steps)
+
+            def server() -> list[ProcInfo]:
+                return processes_with_cwd(data_dir, since)
+
+            # backends notice a dead postmaster and exit; any that have not in 2 s, SIGKILL
+            wait_gone(server(), 2.0)
+            swept = [(p.pid, cmdline_str(p.pid)) for _, p in sweep(server, [(signal.SIGKILL, 5.0)])]
+            self.leftovers = [(p.pid, cmdline_str(p.pid)) for p in server()]
         elif pm is not None and pm.poll() is None:  # no start ticks: it died at once
             pm.kill()
             pm.wait(timeout=10)
@@ -629,7 +486,8 @@ class PostgresServer:
             # killed: its System V interlock segment outlives it ("KEY ID" on line 7)
             with contextlib.suppress(OSError, ValueError, IndexError):
                 _remove_shm(int(pidfile.read_text().splitlines()[6].split()[1]))
-        self._reap_watchdog()
+        reap(self._watchdog)
+        self._watchdog = None
         self.stop_report = {
             "shutdown_s": time.monotonic() - t0,
             "signals": signals,
@@ -637,19 +495,7 @@ class PostgresServer:
             "clean": clean,
             "returncode": None if pm is None else pm.returncode,
         }
-        if self._log is not None:
-            self._log.close()
-        if self.leftovers:
-            self._failed = True
-        if self.dir is not None and not (self.keep_dir or self._failed):
-            shutil.rmtree(self.dir, ignore_errors=True)
-        elif self.dir is not None:
-            print(f"postgres: kept {self.dir}", file=sys.stderr)
-        if self.leftovers and raise_on_leftovers:
-            raise RuntimeError(
-                "postgres processes left after stop: "
-                + "; ".join(f"{pid} {cmd[:120]}" for pid, cmd in self.leftovers)
-            )
+        self._end_stop(self._log, self.leftovers, raise_on_leftovers, "postgres processes")
 
     # ------------------------------------------------------------------ processes, log
 
@@ -662,15 +508,7 @@ class PostgresServer:
 
     def log(self, tail: int = 4000) -> str:
         """The tail of the server's log (``postgres.log`` in its dir)."""
-        if self.dir is None:
-            return ""
-        try:
-            with open(self.dir / "postgres.log", "rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(0, f.tell() - tail))
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
+        return "" if self.dir is None else read_tail(self.dir / "postgres.log", tail)
 
 
 @contextlib.contextmanager
