@@ -86,38 +86,52 @@ def _run(spec: Any, run_dir: Path) -> list[float]:
     return [v for _, v in te._reports_from(run_dir, spec.metric)]
 
 
-def run_seed(task: str, seed: int) -> dict[str, Any]:
-    """The three campaigns of one seed; their values in the order their epochs ended."""
+def _keep_startup(spec: Any) -> Any:
+    """``spec`` whose TPE still samples its own start-up trials at random: Optuna counts the
+    seeds among the trials its start-up phase waits for, so the phase is lengthened by them."""
+    from tuner.warm_start import plan_warm_start
+
+    plan = plan_warm_start(spec)
+    startup = spec.sampler.startup_trials if spec.sampler.startup_trials is not None else 10
+    sampler = dataclasses.replace(spec.sampler, startup_trials=startup + len(plan.seeds))
+    return dataclasses.replace(spec, sampler=sampler)
+
+
+def run_seed(task: str, seed: int, arms: list[str]) -> dict[str, Any]:
+    """The campaigns of one seed (source, cold, each warm arm); their values in the order
+    their epochs ended. Arms: ``warm`` (as tuner does it), ``warm_startup`` (the same, but
+    TPE's random start-up phase is kept for the campaign's own trials)."""
     from tuner.spec import WarmStart
 
     source, target, budget = _specs(task, seed)
-    with tempfile.TemporaryDirectory(prefix="warmstart-") as tmp:
-        runs = Path(tmp) / "runs"
-        _run(source, runs / "source")
-        cold = _run(target, runs / "cold")
-        warm_spec = dataclasses.replace(
-            target, warm_start=WarmStart(run=str(runs / "source"), top=TOP)
-        )
-        warm = _run(warm_spec, runs / "warm")
-        summary = json.loads((runs / "warm" / "summary.json").read_text())
-    return {
+    row: dict[str, Any] = {
         "task": task,
         "seed": seed,
         "budget": budget,
         "maximize": target.mode.value == "max",
-        "cold": cold,
-        "warm": warm,
-        "warm_start": summary.get("warm_start"),
     }
+    with tempfile.TemporaryDirectory(prefix="warmstart-") as tmp:
+        runs = Path(tmp) / "runs"
+        _run(source, runs / "source")
+        row["cold"] = _run(target, runs / "cold")
+        warm_spec = dataclasses.replace(
+            target, warm_start=WarmStart(run=str(runs / "source"), top=TOP)
+        )
+        for arm in arms:
+            spec = _keep_startup(warm_spec) if arm == "warm_startup" else warm_spec
+            row[arm] = _run(spec, runs / arm)
+            summary = json.loads((runs / arm / "summary.json").read_text())
+            row.setdefault("warm_start", summary.get("warm_start"))
+    return row
 
 
-def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def figures(rows: list[dict[str, Any]], arm: str = "warm") -> dict[str, Any]:
     """Per seed epochs to the cold campaign's best, and the median ratio with an interval."""
     ratios, cold_epochs, warm_epochs, better, tied, early = [], [], [], 0, 0, 0
     for row in rows:
         budget, maximize = row["budget"], row["maximize"]
         cold = te.anytime(row["cold"], budget, maximize)
-        warm = te.anytime(row["warm"], budget, maximize)
+        warm = te.anytime(row[arm], budget, maximize)
         target = cold[-1]
         c = te.epochs_to(cold, target, maximize)
         w = te.epochs_to(warm, target, maximize) or budget + 1
@@ -151,6 +165,7 @@ def main() -> int:
     parser.add_argument("--tasks", default="hpolib,digits")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "warm_start")
+    parser.add_argument("--arms", default="warm", help="warm, warm_startup (comma-separated)")
     parser.add_argument("--continue", dest="resume", action="store_true")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -166,9 +181,9 @@ def main() -> int:
     try:
         for task in args.tasks.split(","):
             for seed in range(args.seeds):
-                if any(r["task"] == task and r["seed"] == seed for r in done):
+                if any(r["task"] == task and r["seed"] == seed for r in done):  # --continue
                     continue
-                row = run_seed(task, seed)
+                row = run_seed(task, seed, args.arms.split(","))
                 done.append(row)
                 with log.open("a") as out:
                     out.write(json.dumps(row) + "\n")
@@ -181,23 +196,25 @@ def main() -> int:
                 )
     finally:
         ray.shutdown()
-    results = {}
+    results: dict[str, Any] = {}
     print(
-        "\n| task | seeds | epochs to cold's best, warm/cold (median, 95% CI) | cold | warm "
-        "| warm better/tied at the end | warm better at 1/4 budget |"
+        "\n| task | arm | seeds | epochs to cold's best, warm/cold (median, 95% CI) | cold "
+        "| warm | warm better/tied at the end | warm better at 1/4 budget |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for task in args.tasks.split(","):
-        rows = [r for r in done if r["task"] == task]
-        if not rows:
-            continue
-        fig = results[task] = figures(rows)
-        low, high = fig["interval"]
-        print(
-            f"| {task} | {fig['seeds']} | {fig['median_ratio']:.2f} [{low:.2f}, {high:.2f}] | "
-            f"{fig['median_cold_epochs']:g} | {fig['median_warm_epochs']:g} | "
-            f"{fig['warm_better']}/{fig['tied']} | {fig['warm_better_at_quarter']} |"
-        )
+        for arm in args.arms.split(","):
+            rows = [r for r in done if r["task"] == task and arm in r]
+            if not rows:
+                continue
+            fig = results[f"{task}/{arm}"] = figures(rows, arm)
+            low, high = fig["interval"]
+            print(
+                f"| {task} | {arm} | {fig['seeds']} | {fig['median_ratio']:.2f} "
+                f"[{low:.2f}, {high:.2f}] | {fig['median_cold_epochs']:g} | "
+                f"{fig['median_warm_epochs']:g} | {fig['warm_better']}/{fig['tied']} | "
+                f"{fig['warm_better_at_quarter']} |"
+            )
     (args.out / "figures.json").write_text(json.dumps(results, indent=2) + "\n")
     return 0 if all(math.isfinite(f["median_ratio"]) for f in results.values()) else 1
 
