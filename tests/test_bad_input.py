@@ -310,7 +310,7 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "campaign",
         CAMPAIGN + "sampler: {type: TPE}\n",
         "{path}: sampler.type: unknown sampler (got 'TPE'; allowed tpe, random, grid, cmaes, "
-        "gp, qmc) Did you mean 'tpe'?",
+        "gp, qmc, nsga2) Did you mean 'tpe'?",
     ),
     (
         "grace_period_above_max_epochs",
@@ -781,7 +781,7 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "cli",
         Cli(["run", "{tmp}/c.yaml"], {"c.yaml": OK_CAMPAIGN + "sampler: randon\n"}),
         "error: {tmp}/c.yaml: sampler.type: unknown sampler (got 'randon'; allowed tpe, "
-        "random, grid, cmaes, gp, qmc) Did you mean 'random'?",
+        "random, grid, cmaes, gp, qmc, nsga2) Did you mean 'random'?",
     ),
     (
         "run_missing_profile",

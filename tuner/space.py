@@ -159,8 +159,10 @@ def make_sampler(spec: SamplerSpec, space: Space) -> optuna.samplers.BaseSampler
     """Build the Optuna sampler a campaign asks for.
 
     TPE is multivariate and grouped (it models conditional parameters jointly) with a
-    constant liar for parallel trials. Samplers that model a fixed joint space (CMA-ES,
-    GP, QMC) fall back to random sampling for categorical or conditional parameters.
+    constant liar for parallel trials; it handles several objectives (MOTPE), as NSGA-II
+    (``startup_trials`` is its population size), random, grid, QMC and GP do. Samplers
+    that model a fixed joint space (CMA-ES, GP, QMC) fall back to random sampling for
+    categorical or conditional parameters.
 
     Args:
         spec: The campaign's sampler settings.
@@ -195,6 +197,9 @@ def make_sampler(spec: SamplerSpec, space: Space) -> optuna.samplers.BaseSampler
             return optuna.samplers.GPSampler(
                 seed=spec.seed, n_startup_trials=startup, warn_independent_sampling=False
             )
+        if spec.type is SamplerType.NSGA2:
+            # startup_trials is its population: the first generation is random.
+            return optuna.samplers.NSGAIISampler(seed=spec.seed, population_size=startup)
         return optuna.samplers.QMCSampler(seed=spec.seed, warn_independent_sampling=False)
 
 

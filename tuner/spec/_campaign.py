@@ -24,6 +24,7 @@ __all__ = [
     "CheckpointPolicy",
     "FailurePolicy",
     "Mode",
+    "Objective",
     "Pricing",
     "Resources",
     "SamplerSpec",
@@ -49,6 +50,7 @@ class SamplerType(str, Enum):
     CMAES = "cmaes"
     GP = "gp"
     QMC = "qmc"
+    NSGA2 = "nsga2"
 
 
 class SchedulerType(str, Enum):
@@ -56,6 +58,19 @@ class SchedulerType(str, Enum):
 
     ASHA = "asha"
     FIFO = "fifo"
+
+
+@dataclass(frozen=True, slots=True)
+class Objective:
+    """One objective of a campaign: a reported metric and whether to minimize or maximize it."""
+
+    metric: str
+    mode: Mode
+
+    @property
+    def maximize(self) -> bool:
+        """Whether larger values are better."""
+        return self.mode is Mode.MAX
 
 
 def _num(value: float) -> float | int:
@@ -281,7 +296,8 @@ class CampaignSpec:
     Attributes:
         name: Campaign name; names the run folder.
         trainable: Built-in trainable name or ``package.module:function``.
-        metric: Reported metric to optimize.
+        metric: Reported metric to optimize; with several objectives, the first (primary)
+            one, which ranks ``best`` and drives the live progress line.
         mode: Minimize or maximize ``metric``.
         space: Search space, parameters in topological order.
         budget: Trials, epochs per trial, optional wall-clock limit.
@@ -298,6 +314,9 @@ class CampaignSpec:
             folder); see :func:`tuner.rundir.check_study_storage`.
         warm_start: The earlier campaign whose trials seed this one's sampler (None: a
             cold start); see :mod:`tuner.warm_start`.
+        objectives: Every objective, the primary one (``metric``, ``mode``) first; two to
+            four make a multi-objective campaign (see :attr:`multi_objective`). Left empty,
+            it is filled in as the one objective ``(metric, mode)``.
         source: Where the spec came from (file path as given, or ``"<dict>"``); not
             compared by ``==``.
     """
@@ -318,8 +337,29 @@ class CampaignSpec:
     description: str = ""
     study_storage: str | None = None
     warm_start: WarmStart | None = None
+    objectives: tuple[Objective, ...] = ()
     # Provenance, not content: a spec equals its round trip through to_dict().
     source: str = field(default="<dict>", compare=False)
+
+    def __post_init__(self) -> None:
+        primary = Objective(self.metric, self.mode)
+        if not self.objectives:
+            object.__setattr__(self, "objectives", (primary,))
+        elif self.objectives[0] != primary:
+            raise ValueError(
+                f"`objectives[0]` must be (metric, mode), but got {self.objectives[0]!r} "
+                f"with metric={self.metric!r}, mode={self.mode.value!r}."
+            )
+
+    @property
+    def multi_objective(self) -> bool:
+        """Whether the campaign optimizes several metrics at once (a Pareto front)."""
+        return len(self.objectives) > 1
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The objectives' metric names, primary first."""
+        return tuple(o.metric for o in self.objectives)
 
     def to_dict(self) -> dict[str, Any]:
         """The campaign as a plain, YAML-dumpable dict in the campaign-file schema.
@@ -332,8 +372,10 @@ class CampaignSpec:
             out["description"] = self.description
         out |= {
             "trainable": self.trainable,
-            "metric": self.metric,
-            "mode": self.mode.value,
+            "metric": list(self.metrics) if self.multi_objective else self.metric,
+            "mode": [o.mode.value for o in self.objectives]
+            if self.multi_objective
+            else self.mode.value,
             "space": self.space.to_dict(),
             "budget": self.budget.to_dict(),
             "scheduler": self.scheduler.to_dict(),

@@ -220,6 +220,13 @@ SIZES: Mapping[str, Limit] = MappingProxyType(
             10_000,
             "a description, a path or a fixed value is a line or a paragraph, not a document",
         ),
+        "objectives": Limit(
+            "int",
+            2,
+            4,
+            "with more than four metrics nearly every trial is on the Pareto front, which then "
+            "tells nothing",
+        ),
         "space": Limit("int", 1, 1000, "Optuna's samplers model every parameter at every trial"),
         "space.*.choices": Limit("int", 1, 10_000, "a sampler weighs every choice at every trial"),
         "grid": GRID_POINTS,

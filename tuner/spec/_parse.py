@@ -12,7 +12,6 @@ from tuner.spec._campaign import (
     CampaignSpec,
     CheckpointPolicy,
     FailurePolicy,
-    Mode,
     Pricing,
     Resources,
     SamplerSpec,
@@ -22,7 +21,6 @@ from tuner.spec._campaign import (
     default_min_peers,
 )
 from tuner.spec._checks import (
-    RESERVED_PREFIX,
     Checker,
     check_campaign_name,
     check_seed,
@@ -31,6 +29,7 @@ from tuner.spec._checks import (
 from tuner.spec._durations import parse_duration
 from tuner.spec._frozen import FrozenDict, freeze
 from tuner.spec._limits import CAMPAIGN, MIN_REDUCTION_FACTOR, RESOURCE_UNIT, SIZES
+from tuner.spec._objectives import check_goal, check_sampler, parse_objectives
 from tuner.spec._params import CategoricalParam, FloatParam, IntParam, Param, Space
 from tuner.spec._parse_space import check_key_name, check_plain, parse_space
 from tuner.spec._trainable import check_trainable_ref, resolve_trainable
@@ -56,7 +55,7 @@ _TOP_KEYS = (
 )
 _REQUIRED = ("name", "trainable", "metric", "mode", "space", "budget")
 # Samplers with a random start-up phase before the model kicks in.
-_STARTUP_SAMPLERS = (SamplerType.TPE, SamplerType.GP, SamplerType.CMAES)
+_STARTUP_SAMPLERS = (SamplerType.TPE, SamplerType.GP, SamplerType.CMAES, SamplerType.NSGA2)
 
 
 def parse_campaign(
@@ -107,24 +106,19 @@ def _parse(ck: Checker, data: Any) -> CampaignSpec:
             ck.required(data, "trainable"), source=ck.source, path="trainable"
         )
     with each:
-        parts["metric"] = _parse_metric(ck, ck.required(data, "metric"))
-    with each:
-        metric = parts.get("metric", "the metric")
-        parts["mode"] = ck.enum(
-            ck.required(data, "mode"),
-            "mode",
-            Mode,
-            "mode",
-            fix=f"min to minimize {metric}, max to maximize it",
-        )
+        objectives = parse_objectives(ck, ck.required(data, "metric"), ck.required(data, "mode"))
+        parts["metric"], parts["mode"] = objectives[0].metric, objectives[0].mode
+        parts["objectives"] = objectives
     with each:
         parts["space"] = parse_space(ck, ck.required(data, "space"))
     with each:
         parts["budget"] = _parse_budget(ck, ck.required(data, "budget"))
+        check_goal(ck, parts["budget"], parts.get("objectives"))
     with each:
         parts["scheduler"] = _parse_scheduler(ck, data.get("scheduler"), parts.get("budget"))
     with each:
         parts["sampler"] = _parse_sampler(ck, data.get("sampler"), parts.get("space"))
+        check_sampler(ck, parts["sampler"], parts.get("objectives"))
     with each:
         parts["resources"] = _parse_resources(ck, data.get("resources"))
     with each:
@@ -150,19 +144,6 @@ def _parse(ck: Checker, data: Any) -> CampaignSpec:
         parts["fixed"] = _parse_fixed(ck, data.get("fixed"), names)
     each.close()
     return CampaignSpec(**parts, source=ck.source)
-
-
-def _parse_metric(ck: Checker, value: Any) -> str:
-    metric = ck.string(value, "metric", limit=SIZES["name"])
-    if metric.startswith(RESERVED_PREFIX):
-        ck.fail(
-            "metric",
-            f"must not start with the reserved prefix {RESERVED_PREFIX!r}",
-            got=metric,
-            fix=f"optimize a metric your trainable reports; {RESERVED_PREFIX!r} metrics are the "
-            "service's",
-        )
-    return metric
 
 
 def _section(
@@ -307,6 +288,13 @@ def _parse_sampler(ck: Checker, value: Any, space: Space | None) -> SamplerSpec:
                     f"does not apply to sampler {kind.value}",
                     got=startup,
                     allowed="with sampler " + ", ".join(s.value for s in _STARTUP_SAMPLERS),
+                )
+            if kind is SamplerType.NSGA2 and startup < 2:
+                ck.fail(
+                    "sampler.startup_trials",
+                    "must be at least 2 for sampler nsga2 (it is the population size)",
+                    got=startup,
+                    fix="NSGA-II breeds each generation from the one before: use 2 or more",
                 )
     if kind is SamplerType.GRID and space is not None:
         for param in space:

@@ -31,7 +31,7 @@ def _write(tmp_path: Path, data: object) -> Path:
         (
             tiny_digits_campaign(sampler={"type": "tpx"}),
             "sampler.type: unknown sampler (got 'tpx'; allowed tpe, random, grid, cmaes, gp, "
-            "qmc) Did you mean 'tpe'?",
+            "qmc, nsga2) Did you mean 'tpe'?",
         ),
         (
             tiny_digits_campaign(

@@ -425,7 +425,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         {"sampler.type": "tpx"},
         (
             "<dict>: sampler.type: unknown sampler (got 'tpx'; allowed tpe, random, grid, "
-            "cmaes, gp, qmc) Did you mean 'tpe'?"
+            "cmaes, gp, qmc, nsga2) Did you mean 'tpe'?"
         ),
     ),
     (
@@ -445,7 +445,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         {"sampler": {"type": "random", "startup_trials": 3}},
         (
             "<dict>: sampler.startup_trials: does not apply to sampler random (got 3; allowed "
-            "with sampler tpe, gp, cmaes)"
+            "with sampler tpe, gp, cmaes, nsga2)"
         ),
     ),
     (
@@ -656,7 +656,7 @@ def test_error_is_a_value_error_with_fields() -> None:
         "tpx",
         "tpe",
     )
-    assert err.allowed == "tpe, random, grid, cmaes, gp, qmc"
+    assert err.allowed == "tpe, random, grid, cmaes, gp, qmc, nsga2"
 
 
 def test_shorthand_sections_and_nulls() -> None:
