@@ -28,6 +28,7 @@ PURE = (
     "tuner.errors",
     "tuner.finish",
     "tuner.outcome",
+    "tuner.pareto",
     "tuner.report",
     "tuner.results",
     "tuner.rundir",
