@@ -30,7 +30,14 @@ from ray.tune.search.optuna import OptunaSearch
 from tuner._ray.guard import GATE_CLOSED, GATE_WAIT
 from tuner._ray.snapshot import snapshot_trial_ids
 from tuner.contract import EPOCH_KEY
-from tuner.outcome import Decision, Failure, Outcome, decide_outcome, failure_message
+from tuner.outcome import (
+    Decision,
+    ErrorInfo,
+    Failure,
+    Outcome,
+    decide_outcome,
+    failure_message,
+)
 from tuner.study import (
     EPOCHS_ATTR,
     FAILURE_ATTR,
@@ -160,14 +167,7 @@ class FidelityOptunaSearch(OptunaSearch):
             # the crash), or errored: judge it by the epochs already in the study.
             result = self._result_from_study(ot_trial)
         self._completed_trials.add(trial_id)
-        decision = decide_outcome(
-            result,
-            error=error,
-            metric=self.metric,
-            max_epochs=self._max_epochs,
-            epoch_attr=self._epoch_attr,
-            error_info=error_info if error else None,
-        )
+        decision, metric = self._decide(result, error, error_info if error else None)
         decision = self._budget_reason(trial_id, decision)
         ot_trial.set_user_attr(STOP_REASON_ATTR, decision.reason)
         ot_trial.set_user_attr(EPOCHS_ATTR, decision.epochs)
@@ -177,7 +177,7 @@ class FidelityOptunaSearch(OptunaSearch):
                 trial_id=trial_id,
                 params=ot_trial.params,
                 result=result,
-                metric=self.metric,
+                metric=metric,
                 epoch_attr=self._epoch_attr,
                 error_info=error_info if error else None,
             )
@@ -186,7 +186,7 @@ class FidelityOptunaSearch(OptunaSearch):
             if watch is not None:
                 watch.trial_failed(trial_id, decision.failure, message)
         state = _OPTUNA_STATE[decision.outcome]
-        values = decision.value if decision.outcome is Outcome.COMPLETE else None
+        values = self._told_values(decision, result)
         study: optuna.Study = self._ot_study  # type: ignore[assignment]
         try:
             study.tell(ot_trial, values, state=state)
@@ -196,6 +196,30 @@ class FidelityOptunaSearch(OptunaSearch):
             if "Study.stop" not in str(err):
                 raise
         self._reported.pop(trial_id, None)
+
+    def _decide(
+        self, result: dict[str, Any] | None, error: bool, error_info: ErrorInfo | None
+    ) -> tuple[Decision, str]:
+        """The trial's decision, and the metric its failure message names."""
+        decision = decide_outcome(
+            result,
+            error=error,
+            metric=self.metric,
+            max_epochs=self._max_epochs,
+            epoch_attr=self._epoch_attr,
+            error_info=error_info,
+        )
+        return decision, self.metric
+
+    def _told_values(
+        self, decision: Decision, result: dict[str, Any] | None
+    ) -> float | list[float] | None:
+        """What ``study.tell`` gets as the trial's value(s): only a COMPLETE trial has any."""
+        return decision.value if decision.outcome is Outcome.COMPLETE else None
+
+    def _reported_epochs(self, frozen: optuna.trial.FrozenTrial) -> set[int]:
+        """The epochs whose values the study already has for a trial (after a restore)."""
+        return set(frozen.intermediate_values)
 
     def _budget_reason(self, trial_id: str, decision: Decision) -> Decision:
         """Names the budget as the reason of trials the guard stopped (or never started)."""
@@ -306,7 +330,7 @@ class FidelityOptunaSearch(OptunaSearch):
                 continue
             if frozen.state.is_finished() and tune_id not in self._completed_trials:
                 self._already_final.add(tune_id)
-            self._reported[tune_id] = set(frozen.intermediate_values)
+            self._reported[tune_id] = self._reported_epochs(frozen)
         if orphans:
             logger.warning("Marked %d orphaned Optuna trial(s) FAIL after restore.", orphans)
         if adopted:
