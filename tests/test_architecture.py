@@ -27,6 +27,7 @@ PURE = (
     "tuner.cost",
     "tuner.errors",
     "tuner.finish",
+    "tuner.front",
     "tuner.outcome",
     "tuner.pareto",
     "tuner.report",

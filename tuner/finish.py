@@ -10,7 +10,7 @@ import json
 import os
 from enum import Enum
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tuner import atomic, rundir
 from tuner.contract import (
@@ -23,7 +23,8 @@ from tuner.cost._reality import (
     read_prediction,
 )
 from tuner.errors import TunerError
-from tuner.spec import CampaignSpec, Mode
+from tuner.front import front_rows
+from tuner.spec import CampaignSpec, Mode, thaw
 from tuner.study import (
     FAILURE_ATTR,
     ORPHAN_REASON,
@@ -32,6 +33,9 @@ from tuner.study import (
     open_study,
 )
 from tuner.summary import summarize
+
+if TYPE_CHECKING:
+    import optuna
 
 NO_REPORT_ENV = "TUNER_NO_REPORT"
 """Set (to anything but empty or 0) to skip the report at the end of a campaign (the test
@@ -171,6 +175,8 @@ def run_summary(
         maximize=spec.mode is Mode.MAX,
         max_epochs=spec.budget.max_epochs,
     )
+    if spec.multi_objective:
+        summary |= pareto_summary(spec, run_dir, study)
     orphans = summary["orphans"]
     real = summary["trials"] - orphans
     finished = sum(summary["states"].get(s, 0) for s in ("COMPLETE", "PRUNED", "FAIL")) - orphans
@@ -206,6 +212,22 @@ def run_summary(
     if warm is not None:
         summary["warm_start"] = warm
     return summary
+
+
+def pareto_summary(spec: CampaignSpec, run_dir: Path, study: optuna.Study | None) -> dict[str, Any]:
+    """A multi-objective campaign's ``objectives`` and ``pareto_front`` (each trial on it
+    with its values by metric, its hyperparameters and the full config it ran with)."""
+    maximize = [o.maximize for o in spec.objectives]
+    front = front_rows(study, spec.metrics, maximize)
+    for row in front:
+        row["config"] = trial_config(run_dir, row["tune_trial_id"]) or {
+            **thaw(spec.fixed),
+            **row["params"],
+        }
+    return {
+        "objectives": [{"metric": o.metric, "mode": o.mode.value} for o in spec.objectives],
+        "pareto_front": front,
+    }
 
 
 def goal_savings(cost: dict[str, Any] | None) -> dict[str, float]:

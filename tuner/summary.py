@@ -26,6 +26,7 @@ from optuna.distributions import (
     IntDistribution,
 )
 
+from tuner.front import primary_curve
 from tuner.standings import Standings, rank_key
 from tuner.study import (
     EPOCHS_ATTR,
@@ -62,8 +63,8 @@ def load_rows(study: optuna.Study) -> list[TrialRow]:
     """Reads every trial of ``study`` into rows (state names as Optuna's)."""
     rows = []
     for t in campaign_trials(study):
-        inter = {int(k): float(v) for k, v in t.intermediate_values.items()}
-        value = _finite(t.value) if t.state.name == "COMPLETE" else None
+        inter = primary_curve(t)  # a multi-objective study keeps them as user attributes
+        value = _finite(t.values[0]) if t.state.name == "COMPLETE" and t.values else None
         if value is None and t.state.name == "PRUNED" and inter:
             value = _finite(inter[max(inter)])
         rows.append(
