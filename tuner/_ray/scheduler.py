@@ -222,13 +222,12 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
         milestone = self._rung_to_wait_at(trial, result)
         if milestone is not None:
             # Recorded now (a peer for later trials), judged once the rung has peers.
-            value = float(self._metric_op or 1.0) * float(result[str(self._metric)])
-            self._rung(milestone)[trial.trial_id] = value
+            self._rung(milestone)[trial.trial_id] = self._rung_value(result)
             self._waiting[trial.trial_id] = milestone
             self._publish()
             self._save()
             return str(TrialScheduler.PAUSE)
-        action: str = super().on_trial_result(tune_controller, trial, result)
+        action = self._bracket_result(tune_controller, trial, result)
         if action == TrialScheduler.STOP:
             epoch = result.get(self._time_attr)
             self._finished[trial.trial_id] = f"stopped by ASHA at {self._time_attr} {epoch}"
@@ -239,12 +238,40 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
             self._save()  # only rung results, stops and waits change the state
         return action
 
-    def _rung(self, milestone: float) -> dict[str, float]:
+    def _rung_value(self, result: dict[str, Any]) -> Any:
+        """What a rung records of ``result``: the metric, turned so that larger is better."""
+        return float(self._metric_op or 1.0) * float(result[str(self._metric)])
+
+    def _has_values(self, result: dict[str, Any]) -> bool:
+        """Whether ``result`` has what a rung records."""
+        return self._metric in result
+
+    def _continues(self, value: Any, others: list[Any]) -> bool:
+        """Ray's ASHA rule: at or above the ``1 - 1 / reduction_factor`` percentile of the
+        others' values at the rung (none: it continues)."""
+        return not others or bool(
+            value >= np.nanpercentile(others, (1 - 1 / self._reduction_factor) * 100)
+        )
+
+    def _bracket_result(
+        self, tune_controller: TuneController, trial: Trial, result: dict[str, Any]
+    ) -> str:
+        """Ray's ASHA decision on a result that does not wait (it records it at its rung)."""
+        action: str = super().on_trial_result(tune_controller, trial, result)
+        return action
+
+    def _bracket_complete(
+        self, tune_controller: TuneController, trial: Trial, result: dict[str, Any]
+    ) -> None:
+        """Ray's ASHA at a trial's end: its last result recorded at its rung, if new."""
+        super().on_trial_complete(tune_controller, trial, result)
+
+    def _rung(self, milestone: float) -> dict[str, Any]:
         return next(rec for m, rec in self._brackets[0]._rungs if m == milestone)
 
     def _rung_to_wait_at(self, trial: Trial, result: dict[str, Any]) -> float | None:
         """The rung ``trial`` reaches with this result, if it must wait there for peers."""
-        if self._min_peers <= 0 or self._metric not in result:
+        if self._min_peers <= 0 or not self._has_values(result):
             return None
         if not result.get(SHOULD_CHECKPOINT):
             return None  # nothing to resume it from: judged now, as Ray's ASHA does
@@ -270,9 +297,7 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
             if len(others) < self._min_peers and not force:
                 continue
             del self._waiting[trial_id]
-            if not others or recorded[trial_id] >= np.nanpercentile(
-                others, (1 - 1 / self._reduction_factor) * 100
-            ):
+            if self._continues(recorded[trial_id], others):
                 self._promoted.append(trial_id)
                 continue
             self._num_stopped += 1
@@ -340,7 +365,7 @@ class PersistentASHA(_FinishedTrials, ASHAScheduler):
         self, tune_controller: TuneController, trial: Trial, result: dict[str, Any]
     ) -> None:
         if trial.trial_id in self._trial_info:
-            super().on_trial_complete(tune_controller, trial, result)
+            self._bracket_complete(tune_controller, trial, result)
         self._mark_completed(trial)
 
     def on_trial_remove(self, tune_controller: TuneController, trial: Trial) -> None:
