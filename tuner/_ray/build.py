@@ -19,6 +19,8 @@ from ray import tune
 
 from tuner import rundir
 from tuner._ray.campaign import Campaign, CampaignCallback
+from tuner._ray.mo_scheduler import MultiObjectiveASHA
+from tuner._ray.mo_searcher import MultiObjectiveOptunaSearch
 from tuner._ray.progress import ProgressCallback
 from tuner._ray.scheduler import PersistentASHA, PersistentFIFO
 from tuner._ray.searcher import (
@@ -64,35 +66,42 @@ def storage_root(run_dir: Path, storage: str | None) -> str:
 
 def _searcher(campaign: Campaign) -> FidelityOptunaSearch:
     spec = campaign.spec
-    return FidelityOptunaSearch(
-        space=DefineByRun(spec.space),
-        metric=spec.metric,
-        mode=spec.mode.value,
-        sampler=make_sampler(spec.sampler, spec.space),
-        study_name=campaign.name_of_study,
-        storage=campaign.study_storage(),
-        max_epochs=spec.budget.max_epochs,
-        max_trials=spec.budget.trials,
-        epoch_attr=EPOCH_KEY,
-        nest_under=TRAIN_LOOP_CONFIG if data_parallel(spec) else None,
-        campaign=campaign,
-    )
+    common: dict[str, Any] = {
+        "space": DefineByRun(spec.space),
+        "sampler": make_sampler(spec.sampler, spec.space),
+        "study_name": campaign.name_of_study,
+        "storage": campaign.study_storage(),
+        "max_epochs": spec.budget.max_epochs,
+        "max_trials": spec.budget.trials,
+        "epoch_attr": EPOCH_KEY,
+        "nest_under": TRAIN_LOOP_CONFIG if data_parallel(spec) else None,
+        "campaign": campaign,
+    }
+    if spec.multi_objective:
+        # metric and mode lists: Optuna's study gets one direction per objective.
+        modes = [o.mode.value for o in spec.objectives]
+        return MultiObjectiveOptunaSearch(metric=list(spec.metrics), mode=modes, **common)
+    return FidelityOptunaSearch(metric=spec.metric, mode=spec.mode.value, **common)
 
 
 def _scheduler(campaign: Campaign) -> PersistentASHA | PersistentFIFO:
     spec = campaign.spec
     state_path = str(campaign.run_dir / rundir.SCHEDULER_STATE_FILE)
     if spec.scheduler.type is SchedulerType.ASHA:
-        return PersistentASHA(
-            state_path=state_path,
-            campaign=campaign,
-            time_attr=EPOCH_KEY,
-            max_t=spec.budget.max_epochs,
-            grace_period=spec.scheduler.grace_period,
-            reduction_factor=spec.scheduler.reduction_factor,
+        asha: dict[str, Any] = {
+            "state_path": state_path,
+            "campaign": campaign,
+            "time_attr": EPOCH_KEY,
+            "max_t": spec.budget.max_epochs,
+            "grace_period": spec.scheduler.grace_period,
+            "reduction_factor": spec.scheduler.reduction_factor,
             # A paused Ray Train trainer restarts its whole worker group: no waiting there.
-            min_peers=0 if data_parallel(spec) else spec.scheduler.min_peers,
-        )
+            "min_peers": 0 if data_parallel(spec) else spec.scheduler.min_peers,
+        }
+        if spec.multi_objective:
+            maximize = [o.maximize for o in spec.objectives]
+            return MultiObjectiveASHA(metrics=spec.metrics, maximize=maximize, **asha)
+        return PersistentASHA(**asha)
     return PersistentFIFO(state_path=state_path, campaign=campaign)
 
 

@@ -74,6 +74,7 @@ from tuner.finish import (
     write_report_safely,
     write_summary,
 )
+from tuner.front import format_front
 from tuner.rundir import is_uri, upload
 from tuner.spec import CampaignSpec, Mode, load_campaign
 from tuner.standings import Standings
@@ -206,10 +207,10 @@ def run_campaign(
             created = optuna.create_study(
                 study_name=campaign.name_of_study,
                 storage=campaign.study_storage(),
-                direction="maximize" if spec.mode is Mode.MAX else "minimize",
+                directions=["maximize" if o.maximize else "minimize" for o in spec.objectives],
                 load_if_exists=True,
             )
-            name_metrics(created, [spec.metric])
+            name_metrics(created, list(spec.metrics))
             if warm is not None:
                 seed_study(created, warm)
                 print(warm.line(), file=stream or sys.stdout)
@@ -408,7 +409,7 @@ def _fit_and_summarize_logged(
         campaign.close()
     wall_s = time.monotonic() - start
     with contextlib.suppress(FileNotFoundError):  # no trial ran: no study
-        name_metrics(open_study(run_dir), [spec.metric])
+        name_metrics(open_study(run_dir), list(spec.metrics))
     checkpoint_study(run_dir)  # study.db alone is the whole study from here on
     if guard is not None and guard.exhausted is not None:
         close_unstarted(run_dir, spec, guard.exhausted)
@@ -431,6 +432,8 @@ def _fit_and_summarize_logged(
     )
     out = stream or sys.stdout
     print(f"\n{format_table(summary)}\n", file=out)
+    if "pareto_front" in summary:
+        print(f"{format_front(summary['pareto_front'], spec.metrics)}\n", file=out)
     failures = format_failures(summary)
     if failures:
         print(f"{failures}\n", file=out)
