@@ -30,7 +30,7 @@ def write_report(run_dir: Path) -> dict[str, Path]:
     pngs = plots(report)
     images = run_dir / PLOTS_DIR
     images.mkdir(exist_ok=True)
-    names = {name: f"{PLOTS_DIR}/{name}.png" for name in PLOTS}
+    names = {name: f"{PLOTS_DIR}/{name}.png" for name in pngs}
     for name, png in pngs.items():
         _write(run_dir / names[name], png)
     out = {

@@ -19,6 +19,7 @@ from typing import Any
 import optuna
 import yaml
 
+from tuner.report._pareto import objectives_of, pareto_data
 from tuner.standings import Standings
 from tuner.study import campaign_trials, open_study
 from tuner.summary import TrialRow, load_rows, rank
@@ -190,7 +191,9 @@ def _row(row: TrialRow) -> dict[str, Any]:
 def collect(run_dir: Path) -> dict[str, Any]:
     """Everything the report shows, as a JSON-able dict (``report.json``)."""
     campaign = yaml.safe_load((run_dir / "campaign.yaml").read_text())
-    maximize = campaign["mode"] == "max"
+    objectives = objectives_of(campaign)
+    metric, mode = objectives[0]  # the primary objective: best, top, history and curves
+    maximize = mode == "max"
     study = open_study(run_dir)
     rows = load_rows(study)
     ranked = [r for r in rank(rows, maximize=maximize) if r.value is not None]
@@ -211,8 +214,8 @@ def collect(run_dir: Path) -> dict[str, Any]:
         "format": REPORT_FORMAT,
         "campaign": campaign["name"],
         "status": summary.get("status"),
-        "metric": campaign["metric"],
-        "mode": campaign["mode"],
+        "metric": metric,
+        "mode": mode,
         "max_epochs": int(campaign["budget"]["max_epochs"]),
         "rungs": rungs(campaign),
         "trials": len(rows),
@@ -247,6 +250,7 @@ def collect(run_dir: Path) -> dict[str, Any]:
         },
         "cost": summary.get("cost"),
         "gpu": gpu_utilization(run_dir, rows),
+        **({"pareto": pareto_data(study, objectives)} if len(objectives) > 1 else {}),
     }
 
 

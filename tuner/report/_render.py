@@ -18,6 +18,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from tuner.report._pareto import TITLE as PARETO_TITLE
+from tuner.report._pareto import pareto_figure, pareto_table
+
 COLORS = {
     "completed": "#2a7ab0",
     "pruned": "#a0a0a0",
@@ -38,6 +41,7 @@ TITLES = {
     "predicted": "Predicted vs actual",
     "gpu": "GPU utilization per trial",
     "outcomes": "Trial outcomes",
+    "pareto": PARETO_TITLE,
 }
 
 
@@ -174,9 +178,15 @@ _FIGURES: dict[str, Callable[[dict[str, Any]], Figure]] = {
 }
 
 
+def plot_names(report: dict[str, Any]) -> tuple[str, ...]:
+    """The report's plots: ``PLOTS``, and ``pareto`` first for a multi-objective campaign."""
+    return ("pareto", *PLOTS) if "pareto" in report else PLOTS
+
+
 def plots(report: dict[str, Any]) -> dict[str, bytes]:
-    """Every plot of the report as PNG bytes, by name (see ``PLOTS``)."""
-    return {name: _png(_FIGURES[name](report)) for name in PLOTS}
+    """Every plot of the report as PNG bytes, by name (see :func:`plot_names`)."""
+    figures = {**_FIGURES, "pareto": pareto_figure}
+    return {name: _png(figures[name](report)) for name in plot_names(report)}
 
 
 def _fmt(value: Any) -> str:
@@ -238,6 +248,7 @@ def tables(r: dict[str, Any]) -> dict[str, list[list[str]]]:
             ],
         ),
         "predicted": _table(["", "predicted", "actual"], [list(row) for row in predicted_rows(r)]),
+        **({"pareto": pareto_table(r)} if "pareto" in r else {}),
     }
 
 
@@ -247,8 +258,10 @@ def markdown(r: dict[str, Any], image_names: dict[str, str]) -> str:
     t = tables(r)
     for title, key in (("Best configuration", "best"), ("Top trials", "top")):
         out += [f"## {title}", "", *_md_table(t[key]), ""]
-    for name in PLOTS:
+    for name in plot_names(r):
         out += [f"## {TITLES[name]}", "", f"![{TITLES[name]}]({image_names[name]})", ""]
+        if name == "pareto":
+            out += [*_md_table(t["pareto"]), ""]
         if name == "outcomes":
             out += [*_md_table(t["outcomes"]), ""]
         if name == "predicted":
@@ -287,10 +300,10 @@ def html_page(r: dict[str, Any], pngs: dict[str, bytes]) -> str:
     """The report as one HTML page with every plot inlined (opens offline)."""
     t = tables(r)
     figures = []
-    for name in PLOTS:
+    for name in plot_names(r):
         data = base64.b64encode(pngs[name]).decode("ascii")
         extra = ""
-        if name in ("outcomes", "predicted"):
+        if name in ("outcomes", "predicted", "pareto"):
             extra = _html_table(t[name], f"table-{name}")
         figures.append(
             f'<figure id="plot-{name}"><figcaption><b>{html.escape(TITLES[name])}</b>'
