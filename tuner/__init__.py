@@ -45,7 +45,15 @@ if TYPE_CHECKING:
         TunerWarning,
     )
     from tuner.finish import Status
-    from tuner.results import Best, CostCheck, Result, Spend, TrialRow, open_run
+    from tuner.results import (
+        Best,
+        CostCheck,
+        ParetoPoint,
+        Result,
+        Spend,
+        TrialRow,
+        open_run,
+    )
     from tuner.spec import CampaignSpec
 
 # Where each public name is defined (loaded on first use: see the module docstring).
@@ -55,6 +63,7 @@ _HOMES = {
     "ClusterError": "tuner.errors",
     "CostCheck": "tuner.results",
     "FileError": "tuner.errors",
+    "ParetoPoint": "tuner.results",
     "Prediction": "tuner.cost",
     "Profile": "tuner.cost",
     "Result": "tuner.results",
@@ -81,6 +90,7 @@ __all__ = [
     "ClusterError",
     "CostCheck",
     "FileError",
+    "ParetoPoint",
     "Prediction",
     "Profile",
     "Result",

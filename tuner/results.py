@@ -26,7 +26,7 @@ from tuner.summary import TrialRow, load_rows
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["Best", "CostCheck", "Result", "Spend", "TrialRow", "open_run"]
+__all__ = ["Best", "CostCheck", "ParetoPoint", "Result", "Spend", "TrialRow", "open_run"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,40 @@ class Best:
     state: str
     params: Mapping[str, Any]
     config: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ParetoPoint:
+    """A trial on a multi-objective campaign's Pareto front: no COMPLETE trial is at least
+    as good on every objective and better on one.
+
+    Attributes:
+        number: Its Optuna trial number.
+        trial_id: Its Tune trial id.
+        values: Its value of each objective, by metric name (in the campaign's order).
+        epochs: Epochs it trained (``max_epochs``: only COMPLETE trials are compared).
+        params: The hyperparameters the search chose.
+        config: What it ran with: ``params`` plus the campaign's fixed settings.
+    """
+
+    number: int
+    trial_id: str
+    values: Mapping[str, float]
+    epochs: int
+    params: Mapping[str, Any]
+    config: Mapping[str, Any]
+
+    @classmethod
+    def from_summary(cls, row: Mapping[str, Any]) -> ParetoPoint:
+        """From one entry of summary.json's ``pareto_front``."""
+        return cls(
+            number=int(row["number"]),
+            trial_id=str(row["tune_trial_id"]),
+            values={str(k): float(v) for k, v in row["values"].items()},
+            epochs=int(row["epochs"]),
+            params=dict(row["params"]),
+            config=dict(row.get("config") or row["params"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -134,6 +168,10 @@ class Result:
         predicted_vs_actual: The cost check (None when nothing was measured).
         summary: ``summary.json`` as written (or as it would read now, for an unfinished
             campaign): the figures not typed above.
+        objectives: Each objective as (metric, mode), the primary (``metric``) first; more
+            than one for a multi-objective campaign.
+        pareto_front: A multi-objective campaign's Pareto front over its COMPLETE trials,
+            best primary value first (empty for a single-objective campaign).
     """
 
     run_dir: Path
@@ -149,6 +187,13 @@ class Result:
     spend: Spend | None
     predicted_vs_actual: CostCheck | None
     summary: Mapping[str, Any]
+    objectives: tuple[tuple[str, str], ...] = ()
+    pareto_front: tuple[ParetoPoint, ...] = ()
+
+    @property
+    def multi_objective(self) -> bool:
+        """Whether the campaign optimized several metrics (it has a Pareto front)."""
+        return len(self.objectives) > 1
 
     @property
     def ended(self) -> bool:
@@ -208,6 +253,8 @@ def open_run(run_dir: str | Path) -> Result:
         spend=Spend.from_summary(summary["budget"]) if summary.get("budget") else None,
         predicted_vs_actual=CostCheck(**summary["cost"]) if summary.get("cost") else None,
         summary=summary,
+        objectives=tuple((o.metric, o.mode.value) for o in spec.objectives),
+        pareto_front=tuple(ParetoPoint.from_summary(r) for r in summary.get("pareto_front", [])),
     )
 
 

@@ -66,6 +66,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
     warm = result.summary.get("warm_start")
     if warm is not None:
         summary["warm_start"] = warm
+    if result.multi_objective:
+        summary |= _front(result, study)
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -77,6 +79,10 @@ def _cmd_show(args: argparse.Namespace) -> int:
             f"(not counted above), its {warm['tried_first']} best were tried first"
         )
     print(format_table(summary, limit=args.top))
+    if result.multi_objective:
+        from tuner.front import format_front
+
+        print(f"\n{format_front(summary['pareto_front'], [m for m, _ in result.objectives])}")
     failures = format_failures(summary, limit=args.top)
     if failures:
         print(f"\n{failures}")
@@ -86,6 +92,18 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
         print(f"\n{format_comparison(cost)}")
     return 0
+
+
+def _front(result: Any, study: Any) -> dict[str, Any]:
+    """A multi-objective run's objectives and Pareto front, from its study as it stands."""
+    from tuner.front import front_rows
+
+    metrics = [m for m, _ in result.objectives]
+    maximize = [mode == "max" for _, mode in result.objectives]
+    return {
+        "objectives": [{"metric": m, "mode": mode} for m, mode in result.objectives],
+        "pareto_front": front_rows(study, metrics, maximize),
+    }
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
