@@ -12,7 +12,7 @@ from tests.conftest import tiny_digits_campaign
 from tuner.cli import main
 from tuner.errors import SpecError
 from tuner.space import make_sampler
-from tuner.spec import Mode, Objective, SamplerType, parse_campaign
+from tuner.spec import Mode, Objective, SamplerType, load_campaign, parse_campaign
 
 MO = {"metric": ["val_acc", "param_count"], "mode": ["max", "min"]}
 
@@ -157,3 +157,9 @@ def test_bad_multi_objective_file_exits_2_and_writes_nothing(
     assert err.startswith(f"error: {path}: mode: must be a list of 2 modes")
     assert "Traceback" not in err
     assert not runs.exists()
+
+
+def test_shipped_pareto_campaign_is_multi_objective() -> None:
+    root = Path(__file__).resolve().parents[3]
+    spec = load_campaign(root / "search_spaces" / "digits_pareto.yaml")
+    assert spec.multi_objective and spec.metrics == ("val_acc", "param_count")

@@ -1,0 +1,88 @@
+"""A real multi-objective campaign (search_spaces/digits_pareto.yaml: the digits CNN's
+val_acc against its param_count) on an embedded local Ray, with real Optuna (MOTPE) and
+PyTorch on CPU: MO-ASHA stops trials, the study holds vectors, and the Pareto front reaches
+summary.json, `tuner show`, the report's plot and the Python API's result."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from optuna.study import StudyDirection
+from optuna.trial import TrialState
+
+import tuner
+from tests.conftest import run_cli
+from tuner import rundir
+from tuner.front import epoch_values
+from tuner.pareto import dominates
+
+pytestmark = pytest.mark.ray
+
+ROOT = Path(__file__).resolve().parents[2]
+MAXIMIZE = (True, False)
+
+
+def test_multi_objective_campaign_finds_a_pareto_front(tmp_path: Path) -> None:
+    spec = tuner.load_campaign(ROOT / "search_spaces" / "digits_pareto.yaml")
+    assert spec.multi_objective
+    result = tuner.run(spec, runs_dir=tmp_path / "runs", num_cpus=2, stream=io.StringIO())
+    run_dir = result.run_dir
+    assert result.status is tuner.Status.COMPLETED
+    assert result.objectives == (("val_acc", "max"), ("param_count", "min"))
+
+    # The study: one direction per objective, vectors for COMPLETE trials, per-epoch vectors
+    # as user attributes, PRUNED trials stopped early keeping theirs.
+    study = result.study()
+    assert study.directions == [StudyDirection.MAXIMIZE, StudyDirection.MINIMIZE]
+    assert len(study.trials) == spec.budget.trials
+    complete = [t for t in study.trials if t.state is TrialState.COMPLETE]
+    pruned = [t for t in study.trials if t.state is TrialState.PRUNED]
+    assert pruned, "MO-ASHA stopped no trial"
+    for t in complete:
+        per_epoch = epoch_values(t.user_attrs)
+        assert sorted(per_epoch) == [1, 2, 3]
+        assert per_epoch[3] == t.values
+    for t in pruned:
+        assert 1 <= len(epoch_values(t.user_attrs)) < 3
+        assert t.user_attrs["stop_reason"].startswith("stopped early at epoch")
+
+    # The front: at least 3 trials, none dominating another, and every other COMPLETE trial
+    # dominated by one of them.
+    front = result.pareto_front
+    assert len(front) >= 3, [p.values for p in front]
+    vectors = {p.number: (p.values["val_acc"], p.values["param_count"]) for p in front}
+    for a in vectors.values():
+        assert not any(dominates(b, a, MAXIMIZE) for b in vectors.values())
+    for t in complete:
+        if t.number not in vectors:
+            assert any(dominates(v, tuple(t.values), MAXIMIZE) for v in vectors.values())
+    assert [p.values["val_acc"] for p in front] == sorted(
+        (p.values["val_acc"] for p in front), reverse=True
+    )
+    assert all(p.config["batch_size"] == 64 and "channels" in p.params for p in front)
+
+    summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
+    assert [r["number"] for r in summary["pareto_front"]] == [p.number for p in front]
+    assert summary["objectives"] == [
+        {"metric": "val_acc", "mode": "max"},
+        {"metric": "param_count", "mode": "min"},
+    ]
+    # The rungs persisted vectors, which a resume reads back.
+    state = json.loads((run_dir / rundir.SCHEDULER_STATE_FILE).read_text())
+    recorded = [v for rung in state["rungs"] for v in rung["recorded"].values()]
+    assert recorded and all(isinstance(v, list) and len(v) == 2 for v in recorded)
+
+    show = run_cli(["show", str(run_dir)], cwd=tmp_path, timeout=120)
+    assert show.returncode == 0, show.stderr
+    assert f"Pareto front ({len(front)} trials): val_acc, param_count" in show.stdout
+    shown = run_cli(["show", str(run_dir), "--json"], cwd=tmp_path, timeout=120)
+    assert [r["number"] for r in json.loads(shown.stdout)["pareto_front"]] == list(vectors)
+
+    report = run_cli(["report", str(run_dir)], cwd=tmp_path, timeout=120)
+    assert report.returncode == 0, report.stderr
+    assert (run_dir / "report_plots" / "pareto.png").stat().st_size > 1000
+    assert "## Pareto front" in (run_dir / "report.md").read_text()
+    assert 'id="plot-pareto"' in (run_dir / "report.html").read_text()
