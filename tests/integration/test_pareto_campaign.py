@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+import yaml
 from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
 import tuner
-from tests.conftest import run_cli
+from tests.conftest import kill_session, run_cli
 from tuner import rundir
 from tuner.front import epoch_values
 from tuner.pareto import dominates
@@ -86,3 +91,63 @@ def test_multi_objective_campaign_finds_a_pareto_front(tmp_path: Path) -> None:
     assert (run_dir / "report_plots" / "pareto.png").stat().st_size > 1000
     assert "## Pareto front" in (run_dir / "report.md").read_text()
     assert 'id="plot-pareto"' in (run_dir / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_multi_objective_campaign_resumes_after_sigkill(tmp_path: Path) -> None:
+    data = yaml.safe_load((ROOT / "search_spaces" / "digits_pareto.yaml").read_text())
+    data |= {"name": "mo-killed", "budget": {"trials": 14, "max_epochs": 3}}
+    campaign = tmp_path / "mo.yaml"
+    campaign.write_text(yaml.safe_dump(data))
+    run_dir = tmp_path / "runs" / "mo-killed"
+    state_file = run_dir / rundir.SCHEDULER_STATE_FILE
+    log = (tmp_path / "driver.log").open("w")
+    args = ["run", str(campaign), "--runs-dir", "runs", "--num-cpus", "2"]
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "tuner.cli", *args],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        start_new_session=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while _finished(state_file) < 3:
+            assert driver.poll() is None, (tmp_path / "driver.log").read_text()
+            assert time.monotonic() < deadline, "campaign made no progress"
+            time.sleep(0.2)
+        time.sleep(1.5)
+        assert driver.poll() is None, "the campaign ended before the kill"
+    finally:
+        kill_session(driver.pid)
+        driver.wait(timeout=30)
+        log.close()
+    before = json.loads(state_file.read_text())
+
+    resumed = run_cli(["resume", str(run_dir), "--num-cpus", "2"], cwd=tmp_path, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "Pareto front (" in resumed.stdout
+
+    study = tuner.open_run(run_dir).study()
+    real = [t for t in study.trials if not t.user_attrs.get("stop_reason", "").startswith("orph")]
+    assert len(real) == 14
+    assert not [t for t in study.trials if t.state is TrialState.RUNNING]
+    assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in real)
+    for t in real:  # per-epoch vectors contiguous: nothing lost, nothing told twice
+        epochs = sorted(epoch_values(t.user_attrs))
+        assert epochs == list(range(1, len(epochs) + 1)), (t.number, epochs)
+    # The rungs' vectors from before the kill were read back and kept.
+    after = json.loads(state_file.read_text())
+    for rung_before, rung_after in zip(before["rungs"], after["rungs"], strict=True):
+        for trial_id, vector in rung_before["recorded"].items():
+            assert rung_after["recorded"][trial_id] == vector
+    summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
+    assert summary["status"] == "completed" and summary["pareto_front"]
+
+
+def _finished(state_file: Path) -> int:
+    try:
+        return len(json.loads(state_file.read_text())["finished"])
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return 0
