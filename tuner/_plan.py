@@ -77,7 +77,7 @@ def make_plan(
         "source": spec.source,
         "run_dir": str(rundir.new_run_dir(runs_dir, spec.name)),
         "trainable": spec.trainable,
-        "objective": f"{spec.mode.value} {spec.metric}",
+        "objective": ", ".join(f"{o.mode.value} {o.metric}" for o in spec.objectives),
         "search": f"{spec.sampler.type.value} + {scheduler.type.value}",
         "trials": budget.trials,
         "max_epochs": budget.max_epochs,
