@@ -139,3 +139,25 @@ def test_one_objective_is_optunas_successive_halving_rule(maximize: bool, factor
 def test_reduction_factor_must_exceed_one() -> None:
     with pytest.raises(ValueError, match=r"`reduction_factor > 1` must hold"):
         is_promotable((1.0,), [], 1, (True,))
+
+
+@pytest.mark.parametrize("objectives", [2, 3])
+def test_is_promotable_agrees_with_ranking_the_whole_rung(objectives: int) -> None:
+    # The reference: rank every result by (front, crowding) and count those strictly ahead.
+    rng = random.Random(objectives)
+    maximize = tuple(rng.random() < 0.5 for _ in range(objectives))
+    for _ in range(300):
+        rung = [
+            tuple(float(rng.randint(0, 4)) for _ in range(objectives))
+            for _ in range(rng.randint(0, 14))
+        ]
+        value = tuple(float(rng.randint(0, 4)) for _ in range(objectives))
+        points = [value, *rung]
+        fronts = non_dominated_sort(points, maximize)
+        key = {}
+        for index, front in enumerate(fronts):
+            for i, dist in crowding_distance(points, front, maximize).items():
+                key[i] = (index, -dist)
+        ahead = sum(1 for i in range(1, len(points)) if key[i] < key[0])
+        expected = ahead < promotable_count(len(points), 3)
+        assert is_promotable(value, rung, 3, maximize) == expected, (value, rung)
