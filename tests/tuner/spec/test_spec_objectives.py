@@ -163,3 +163,31 @@ def test_shipped_pareto_campaign_is_multi_objective() -> None:
     root = Path(__file__).resolve().parents[3]
     spec = load_campaign(root / "search_spaces" / "digits_pareto.yaml")
     assert spec.multi_objective and spec.metrics == ("val_acc", "param_count")
+
+
+@pytest.mark.parametrize("kind", ["tpe", "nsga2", "random", "gp", "qmc", "grid"])
+def test_every_sampler_allowed_with_several_objectives_samples_a_two_objective_study(
+    kind: str,
+) -> None:
+    import optuna
+
+    from tuner.space import suggest
+
+    space = {
+        "lr": {"type": "float", "low": 0.001, "high": 0.1, "step": 0.001},
+        "channels": {"type": "int", "low": 8, "high": 16, "step": 8},
+    }
+    data = {**tiny_digits_campaign(**MO), "space": space, "sampler": {"type": kind, "seed": 0}}
+    spec = parse_campaign(data, check_trainable=False)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    study = optuna.create_study(
+        directions=["maximize", "minimize"], sampler=make_sampler(spec.sampler, spec.space)
+    )
+    for i in range(14):
+        trial = study.ask()
+        config = suggest(trial, spec.space)
+        if i % 3 == 2:  # as ASHA's stopped trials are told
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        else:
+            study.tell(trial, [config["lr"] * 10, float(config["channels"])])
+    assert len(study.best_trials) >= 1
