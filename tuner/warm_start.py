@@ -293,6 +293,16 @@ def plan_warm_start(spec: CampaignSpec) -> WarmStartPlan | None:
     warm = spec.warm_start
     if warm is None:
         return None
+    if spec.multi_objective:
+        raise SpecError(
+            spec.source,
+            "warm_start",
+            f"applies to single-objective campaigns; this one has {len(spec.objectives)} "
+            "objectives",
+            got=warm.label,
+            fix="remove warm_start / --warm-start (multi-objective warm starts are not "
+            "supported yet)",
+        )
     study = open_source(warm, spec.source)
     _check_objective(study, spec, warm.label)
     finished = campaign_trials(study, states=(TrialState.COMPLETE, TrialState.PRUNED))

@@ -29,7 +29,7 @@ from ray.tune.experiment import Trial
 from tuner._ray.cluster import ClusterView
 from tuner._ray.failures import FailureWatch
 from tuner._ray.guard import GATE_OPEN, BudgetGuard
-from tuner.budget import Goal, Ledger, Limits, NodePricer, affordable_slots
+from tuner.budget import Goal, Goals, Ledger, Limits, NodePricer, affordable_slots
 from tuner.contract import EPOCH_KEY
 from tuner.cost import AshaGeometry, Profile
 from tuner.spec import CampaignSpec, Mode
@@ -38,6 +38,21 @@ from tuner.status import STATUS_ATTR, write_status
 from tuner.study import storage_for, study_storage
 
 logger = logging.getLogger(__name__)
+
+
+def campaign_goal(spec: CampaignSpec) -> Goal | Goals | None:
+    """``budget.goal`` as the guard asks it: one value, or one per objective (all to meet)."""
+    goal = spec.budget.goal
+    if goal is None:
+        return None
+    if isinstance(goal, tuple):
+        return Goals(
+            tuple(
+                Goal(o.metric, value, maximize=o.mode is Mode.MAX)
+                for o, value in zip(spec.objectives, goal, strict=True)
+            )
+        )
+    return Goal(spec.metric, goal, maximize=spec.mode is Mode.MAX)
 
 
 @dataclass(eq=False)
@@ -184,9 +199,7 @@ def make_guard(
         max_epochs=spec.budget.max_epochs,
         epoch_attr=EPOCH_KEY,
         stop_key=stop_key,
-        goal=None
-        if spec.budget.goal is None
-        else Goal(spec.metric, spec.budget.goal, maximize=spec.mode is Mode.MAX),
+        goal=campaign_goal(spec),
         stream=stream,
     )
     if epoch_s is not None and limits.any and spec.resources.max_concurrent is None:

@@ -32,6 +32,7 @@ from tuner.budget import (
     LEDGER_FILE,
     Forecast,
     Goal,
+    Goals,
     Ledger,
     Limits,
     NodePricer,
@@ -104,7 +105,7 @@ class BudgetGuard:
         check_s: float = 1.0,
         save_s: float = 5.0,
         stop_grace_s: float | None = None,
-        goal: Goal | None = None,
+        goal: Goal | Goals | None = None,
     ) -> None:
         self._run_dir = run_dir
         self._ledger = ledger

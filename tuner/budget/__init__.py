@@ -17,7 +17,7 @@ from tuner.budget._capacity import (
     pending_reason,
 )
 from tuner.budget._forecast import Forecast
-from tuner.budget._goal import Goal
+from tuner.budget._goal import Goal, Goals
 from tuner.budget._ledger import (
     LEDGER_FILE,
     Ledger,
@@ -42,6 +42,7 @@ __all__ = [
     "LEDGER_FILE",
     "Forecast",
     "Goal",
+    "Goals",
     "Ledger",
     "Limits",
     "NodePricer",

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Goal"]
+__all__ = ["Goal", "Goals"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,3 +29,21 @@ class Goal:
             return None
         sign = ">=" if self.maximize else "<="
         return f"goal reached: {self.metric}={got:.6g} {sign} {self.value:g} (trial {trial_id})"
+
+
+@dataclass(frozen=True, slots=True)
+class Goals:
+    """One goal per objective of a multi-objective campaign, all met by one result."""
+
+    goals: tuple[Goal, ...]
+
+    def met(self, trial_id: str, result: Mapping[str, Any]) -> str | None:
+        """Why the campaign stops at ``result`` of ``trial_id`` (every goal met), or None."""
+        parts = []
+        for goal in self.goals:
+            reason = goal.met(trial_id, result)
+            if reason is None:
+                return None
+            sign = ">=" if goal.maximize else "<="
+            parts.append(f"{goal.metric}={result[goal.metric]:.6g} {sign} {goal.value:g}")
+        return f"goal reached: {' and '.join(parts)} (trial {trial_id})"

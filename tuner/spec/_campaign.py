@@ -93,7 +93,8 @@ class Budget:
             the deadline running trials checkpoint and stop.
         goal: A value of the metric that is good enough (in its mode's direction): once a
             trial reports it, the campaign stops as a spent budget does, and ends
-            ``goal reached`` (exit status 0).
+            ``goal reached`` (exit status 0). A multi-objective campaign gives one value
+            per objective, in the objectives' order: one result must meet them all.
     """
 
     trials: int
@@ -102,7 +103,7 @@ class Budget:
     usd: float | None = None
     gpu_hours: float | None = None
     deadline_s: float | None = None
-    goal: float | None = None
+    goal: float | tuple[float, ...] | None = None
 
     @property
     def limited(self) -> bool:
@@ -120,7 +121,9 @@ class Budget:
             out["gpu_hours"] = _num(self.gpu_hours)
         if self.deadline_s is not None:
             out["deadline"] = _num(self.deadline_s)
-        if self.goal is not None:
+        if isinstance(self.goal, tuple):
+            out["goal"] = [_num(v) for v in self.goal]
+        elif self.goal is not None:
             out["goal"] = _num(self.goal)
         return out
 

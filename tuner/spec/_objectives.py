@@ -17,7 +17,7 @@ from tuner.spec._campaign import Budget, Mode, Objective, SamplerSpec, SamplerTy
 from tuner.spec._checks import RESERVED_PREFIX, Checker
 from tuner.spec._limits import SIZES
 
-__all__ = ["MO_SAMPLERS", "check_goal", "check_sampler", "parse_objectives"]
+__all__ = ["MO_SAMPLERS", "check_goal", "check_sampler", "check_warm_start", "parse_objectives"]
 
 # Samplers that handle several objectives (CMA-ES raises on a multi-objective study).
 MO_SAMPLERS = (
@@ -113,18 +113,34 @@ def _metric_name(ck: Checker, value: Any, path: str) -> str:
 
 
 def check_goal(ck: Checker, budget: Budget, objectives: Sequence[Objective] | None) -> None:
-    """``budget.goal`` is one metric's value: a multi-objective campaign has none."""
-    if budget.goal is None or objectives is None or len(objectives) < 2:
+    """``budget.goal``: one value for one objective; a list of one value per objective for
+    several (a result must meet them all)."""
+    goal = budget.goal
+    if goal is None or objectives is None:
         return
     names = ", ".join(o.metric for o in objectives)
-    ck.fail(
-        "budget.goal",
-        f"applies to single-objective campaigns; this one has {len(objectives)} objectives "
-        f"({names})",
-        got=budget.goal,
-        fix="remove budget.goal: a multi-objective campaign looks for the whole Pareto front, "
-        "and one value cannot say which trade-off is good enough",
-    )
+    if len(objectives) < 2 and isinstance(goal, tuple):
+        ck.fail(
+            "budget.goal",
+            f"is a list, but the campaign has one objective ({names})",
+            got=list(goal),
+            fix=f"write one value, e.g. goal: {goal[0]:g}" if goal else "write one value",
+        )
+    if len(objectives) >= 2 and not isinstance(goal, tuple):
+        ck.fail(
+            "budget.goal",
+            f"is one value, but the campaign has {len(objectives)} objectives ({names})",
+            got=goal,
+            fix=f"give one value per objective, in their order ({names}), e.g. goal: "
+            f"[{', '.join(['...'] * len(objectives))}]: one result must meet them all",
+        )
+    if isinstance(goal, tuple) and len(goal) != len(objectives):
+        ck.fail(
+            "budget.goal",
+            f"lists {len(goal)} value(s) for {len(objectives)} objectives ({names})",
+            got=list(goal),
+            fix="give one value per objective, in the same order",
+        )
 
 
 def check_sampler(
@@ -140,4 +156,16 @@ def check_sampler(
         got=sampler.type.value,
         allowed=[s.value for s in MO_SAMPLERS],
         fix="use tpe (the default) or nsga2 for several objectives",
+    )
+
+
+def check_warm_start(ck: Checker, warm: Any, objectives: Sequence[Objective] | None) -> None:
+    """Warm starts seed one objective's values: a multi-objective campaign starts cold."""
+    if objectives is None or len(objectives) < 2:
+        return
+    ck.fail(
+        "warm_start",
+        f"applies to single-objective campaigns; this one has {len(objectives)} objectives",
+        got=warm,
+        fix="remove warm_start (multi-objective warm starts are not supported yet)",
     )

@@ -29,7 +29,12 @@ from tuner.spec._checks import (
 from tuner.spec._durations import parse_duration
 from tuner.spec._frozen import FrozenDict, freeze
 from tuner.spec._limits import CAMPAIGN, MIN_REDUCTION_FACTOR, RESOURCE_UNIT, SIZES
-from tuner.spec._objectives import check_goal, check_sampler, parse_objectives
+from tuner.spec._objectives import (
+    check_goal,
+    check_sampler,
+    check_warm_start,
+    parse_objectives,
+)
 from tuner.spec._params import CategoricalParam, FloatParam, IntParam, Param, Space
 from tuner.spec._parse_space import check_key_name, check_plain, parse_space
 from tuner.spec._trainable import check_trainable_ref, resolve_trainable
@@ -138,6 +143,7 @@ def _parse(ck: Checker, data: Any) -> CampaignSpec:
             budget = parts.get("budget")
             trials = budget.trials if budget is not None else None
             parts["warm_start"] = parse_warm_start(ck, data["warm_start"], trials)
+            check_warm_start(ck, data["warm_start"], parts.get("objectives"))
     with each:
         space = data.get("space")
         names = list(space) if isinstance(space, Mapping) else []
@@ -192,7 +198,14 @@ def _parse_budget(ck: Checker, value: Any) -> Budget:
     with each:
         deadline_s = duration("deadline")
     with each:
-        goal = bounded("goal")
+        raw_goal = section.get("goal")
+        if isinstance(raw_goal, list):  # one per objective (checked against them later)
+            lim = CAMPAIGN["budget.goal"]
+            goal: float | tuple[float, ...] | None = tuple(
+                ck.number(v, f"budget.goal[{i}]", limit=lim) for i, v in enumerate(raw_goal)
+            )
+        else:
+            goal = bounded("goal")
     each.close()
     return Budget(
         trials=trials,

@@ -35,6 +35,13 @@ def test_lists_make_a_multi_objective_spec_whose_primary_is_the_first() -> None:
     assert parse_campaign(spec.to_dict(), check_trainable=False) == spec
 
 
+def test_a_goal_per_objective_round_trips() -> None:
+    spec = _parse(**MO, budget={"trials": 8, "max_epochs": 4, "goal": [0.95, 20000]})
+    assert spec.budget.goal == (0.95, 20000)
+    assert spec.to_dict()["budget"]["goal"] == [0.95, 20000]
+    assert parse_campaign(spec.to_dict(), check_trainable=False) == spec
+
+
 def test_single_objective_is_unchanged() -> None:
     spec = _parse()
     assert not spec.multi_objective
@@ -106,8 +113,26 @@ def test_objectives_must_start_with_metric_and_mode() -> None:
         ),
         (
             {**MO, "budget": {"trials": 8, "max_epochs": 4, "goal": 0.95}},
-            "c.yaml: budget.goal: applies to single-objective campaigns; this one has 2 "
-            "objectives (val_acc, param_count) (got 0.95)",
+            "c.yaml: budget.goal: is one value, but the campaign has 2 objectives "
+            "(val_acc, param_count) (got 0.95)\n"
+            "  To fix: give one value per objective, in their order (val_acc, param_count), "
+            "e.g. goal: [..., ...]: one result must meet them all",
+        ),
+        (
+            {**MO, "budget": {"trials": 8, "max_epochs": 4, "goal": [0.95]}},
+            "c.yaml: budget.goal: lists 1 value(s) for 2 objectives (val_acc, param_count)",
+        ),
+        (
+            {"budget": {"trials": 8, "max_epochs": 4, "goal": [0.95, 3]}},
+            "c.yaml: budget.goal: is a list, but the campaign has one objective (val_acc)",
+        ),
+        (
+            {**MO, "budget": {"trials": 8, "max_epochs": 4, "goal": [0.95, "small"]}},
+            "c.yaml: budget.goal[1]: must be a number",
+        ),
+        (
+            {**MO, "warm_start": "runs/earlier"},
+            "c.yaml: warm_start: applies to single-objective campaigns; this one has 2 objectives",
         ),
         (
             {**MO, "sampler": {"type": "nsga2", "startup_trials": 1}},
@@ -126,6 +151,10 @@ def test_objectives_must_start_with_metric_and_mode() -> None:
         "mode_typo",
         "cmaes",
         "goal",
+        "goal_list_length",
+        "goal_list_one_objective",
+        "goal_list_not_a_number",
+        "warm_start",
         "nsga2_population",
     ],
 )
