@@ -49,3 +49,33 @@ def test_the_campaign_stops_at_its_goal(tmp_path: Path) -> None:
         if r["tuner_epoch_end_unix_s"] - r["epoch_time_s"] > first + LATENCY_S
     ]
     assert late == [], f"epochs begun after the goal was reached: {late}"
+
+
+def test_a_multi_objective_campaign_stops_when_one_result_meets_every_goal(
+    tmp_path: Path,
+) -> None:
+    data = tiny_digits_campaign(
+        name="goals",
+        metric=["val_acc", "param_count"],
+        mode=["max", "min"],
+        budget={"trials": 16, "max_epochs": 6, "goal": [GOAL, 1.0e9]},
+    )
+    (tmp_path / "goals.yaml").write_text(yaml.safe_dump(data))
+    done = run_cli(["run", "goals.yaml", "--num-cpus", "2"], cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = json.loads((tmp_path / "runs" / "goals" / rundir.SUMMARY_FILE).read_text())
+    assert summary["status"] == "goal reached", summary["status"]
+    reached = summary["goal"]["reached"]
+    assert (
+        reached.startswith("goal reached: val_acc=") and f">= {GOAL:g} and param_count=" in reached
+    )
+    assert "<= 1e+09" in reached, reached
+    assert summary["trials_run"] < 16, "stopped before every trial ran"
+    rows = _rows(tmp_path / "runs" / "goals")
+    first = min(r["tuner_epoch_end_unix_s"] for r in rows if r["val_acc"] >= GOAL)
+    late = [
+        (r["trial"], r["epoch"])
+        for r in rows
+        if r["tuner_epoch_end_unix_s"] - r["epoch_time_s"] > first + LATENCY_S
+    ]
+    assert late == [], f"epochs begun after the goals were met: {late}"
