@@ -26,6 +26,7 @@ from tests.processes import (
     proc_info,
     processes_with_cwd,
     processes_with_env,
+    read_cmdline,
     read_stat,
     read_tail,
     reap,
@@ -75,6 +76,15 @@ def _info(pid: int) -> ProcInfo:
     return info
 
 
+def _exec_done(pid: int, argv: list[str], timeout_s: float = 10.0) -> None:
+    """Waits until ``pid`` runs ``argv``: right after a fork it still shows its parent's
+    command line, and a loaded machine can take a while to exec."""
+    deadline = time.monotonic() + timeout_s
+    while read_cmdline(pid) != argv:
+        assert time.monotonic() < deadline, f"{pid} never ran {argv}: {read_cmdline(pid)}"
+        time.sleep(0.01)
+
+
 def _alive_pid(pid: int) -> bool:
     stat = read_stat(pid)
     return stat is not None and stat[0] not in ("Z", "X")
@@ -91,7 +101,9 @@ def _spawn_parent(started: list[subprocess.Popen[bytes]], **kw: object) -> tuple
     )
     started.append(proc)
     assert proc.stdout is not None
-    return proc.pid, int(proc.stdout.readline())
+    child = int(proc.stdout.readline())
+    _exec_done(child, ["sleep", "60"])
+    return proc.pid, child
 
 
 # --------------------------------------------------------------------------- one process
@@ -169,6 +181,7 @@ def test_tracker_does_not_take_unrelated_processes(started: list[subprocess.Pope
     parent, child = _spawn_parent(started)
     other = spawn(["sleep", "60"], subprocess.DEVNULL)
     started.append(other)
+    _exec_done(other.pid, ["sleep", "60"])
     tracker = ProcessTracker(parent, poll_s=0.05)
     try:
         assert {p.pid for p in tracker.alive()} == {parent, child}  # not `other`
