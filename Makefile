@@ -59,6 +59,9 @@ bench: setup  ## the benchmarks behind the README's Performance section (~10 h o
 		--contenders ours,random+fifo,stock --out bench/out/tuning_efficiency_charlm
 	$(BIN)/python bench/tuning_efficiency.py --tasks charlm_108 --seeds 20 \
 		--out bench/out/tuning_efficiency_charlm_108
+	$(BIN)/python bench/warm_start.py --tasks hpolib,digits --seeds 20
+	$(BIN)/python bench/warm_start.py --tasks digits --seeds 10 --arms warm,warm_startup \
+		--out bench/out/warm_start_arms
 
 # The GPU check (docs/performance.md, "The GPU check"): a lent GPU machine has no venv and
 # no Ray, so it runs on the python3 there (CUDA torch) and needs no `make setup`. Here, the

@@ -28,7 +28,6 @@ Pure of Ray: Optuna and the spec only.
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +42,7 @@ from optuna.distributions import (
 )
 from optuna.trial import TrialState
 
-from tuner.errors import SpecError
+from tuner.errors import SpecError, closest
 from tuner.spec import (
     CampaignSpec,
     CategoricalParam,
@@ -207,11 +206,6 @@ def map_trial(
     return seed, None, dropped
 
 
-def _closest(name: str, names: list[str]) -> str | None:
-    found = difflib.get_close_matches(name, names, n=1)
-    return found[0] if found else None
-
-
 def open_source(warm: WarmStart, source: str) -> optuna.Study:
     """The source campaign's study. SpecError at ``warm_start.from`` when it has none."""
     if warm.run is not None:
@@ -246,7 +240,7 @@ def open_source(warm: WarmStart, source: str) -> optuna.Study:
             f"no such study in {url}",
             got=name,
             allowed=sorted(names)[:20] or "(the store holds no study)",
-            suggestion=_closest(name, names),
+            suggestion=closest(name, names),
             fix="`tuner list --study-storage URL` lists the store's campaigns and studies",
         )
     return optuna.load_study(study_name=name, storage=storage)
