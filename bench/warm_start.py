@@ -19,6 +19,10 @@ Tasks:
   (another fidelity: its trials never reach the target's 9 epochs, so all seed as PRUNED)
   and 16 trials.
 
+Arms (``--arms``): ``warm`` is tuner's warm start; ``warm_startup`` the same with TPE's
+random start-up phase kept for the campaign's own trials (Optuna counts the seeds toward
+it, so ``warm`` skips it), to see whether skipping it is what costs the end result.
+
 Figure per task: ``cold_best`` = the best value the cold campaign reached within its
 budget; ``epochs to cold's best`` = trial-epochs (in the order they ended) each campaign
 needed to reach it (the cold one's own, and the warm one's, which is budget + 1 when it
