@@ -30,10 +30,13 @@ The document (``"schema": "tuner.status/1"``; new keys may be added, none is ren
   printed one, and once it ended).
 - ``started``, ``updated``, ``ended``: UTC times, ISO 8601 (``ended`` null while it runs).
 - ``run_dir``, ``host``, ``pid``: where the driver runs and writes.
+- ``campaign_sha256``: the SHA-256 of the run folder's ``campaign.yaml`` (the campaign as
+  it runs, overrides applied): two campaigns with the same hash ran the same file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -123,7 +126,16 @@ def status_document(
         "run_dir": str(run_dir.resolve()),
         "host": socket.gethostname(),
         "pid": os.getpid(),
+        "campaign_sha256": campaign_sha256(run_dir),
     }
+
+
+def campaign_sha256(run_dir: Path) -> str | None:
+    """The SHA-256 of the run folder's campaign.yaml (None before it is written)."""
+    try:
+        return hashlib.sha256((run_dir / rundir.CAMPAIGN_FILE).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def write_status(run_dir: Path, document: Mapping[str, Any], mirror: Path | None = None) -> None:

@@ -46,7 +46,20 @@ def test_the_document_has_the_documented_keys(tmp_path: Path) -> None:
     assert doc["started"] == "2023-11-14T22:13:20+00:00"
     assert doc["updated"] == "2023-11-14T22:14:20+00:00" and doc["ended"] is None
     assert doc["pid"] == os.getpid()
+    assert doc["campaign_sha256"] is None, "no campaign.yaml written yet"
     json.dumps(doc)  # JSON-able
+
+
+def test_the_document_names_the_campaign_file_by_its_hash(tmp_path: Path) -> None:
+    import hashlib
+
+    run_dir = tmp_path / "digits-cnn"
+    run_dir.mkdir()
+    (run_dir / "campaign.yaml").write_text("name: digits-cnn\n")
+    expected = hashlib.sha256(b"name: digits-cnn\n").hexdigest()
+    assert _running(run_dir)["campaign_sha256"] == expected
+    (run_dir / "campaign.yaml").write_text("name: digits-cnn-2\n")
+    assert _running(run_dir)["campaign_sha256"] != expected
 
 
 def test_a_running_driver_reads_running_and_a_dead_one_died(tmp_path: Path) -> None:
