@@ -29,6 +29,7 @@ from tuner.study import EPOCHS_ATTR, TUNE_TRIAL_ID_ATTR
 
 __all__ = [
     "EPOCH_VALUES_PREFIX",
+    "cell",
     "epoch_attr",
     "epoch_values",
     "format_front",
@@ -112,9 +113,9 @@ def format_front(front: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> 
             [
                 str(row["number"]),
                 row["tune_trial_id"] or "-",
-                *(_fmt(row["values"][m]) for m in metrics),
+                *(cell(row["values"][m]) for m in metrics),
                 str(row["epochs"]),
-                *(_fmt(row["params"].get(n)) for n in names),
+                *(cell(row["params"].get(n)) for n in names),
             ]
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
@@ -126,9 +127,10 @@ def format_front(front: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> 
     return "\n".join([title, *out])
 
 
-def _fmt(value: Any) -> str:
+def cell(value: Any, digits: int = 6) -> str:
+    """A table cell: ``-`` for None, a float to ``digits`` significant digits."""
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return f"{value:.{digits}g}"
     return str(value)

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 import optuna
 from matplotlib.figure import Figure
 
-from tuner.front import front_rows
+from tuner.front import cell, front_rows
 from tuner.study import TUNE_TRIAL_ID_ATTR
 
 __all__ = ["TITLE", "objectives_of", "pareto_data", "pareto_figure", "pareto_table"]
@@ -115,16 +115,8 @@ def pareto_table(r: Mapping[str, Any]) -> list[list[str]]:
             row["tune_trial_id"] or "-",
             *(f"{row['values'][m]:.6g}" for m in metrics),
             str(row["epochs"]),
-            *(_fmt(row["params"].get(p)) for p in params),
+            *(cell(row["params"].get(p), 4) for p in params),
         ]
         for row in data["front"]
     ]
     return [head, *rows]
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)

@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from tuner.front import cell
 from tuner.report._pareto import TITLE as PARETO_TITLE
 from tuner.report._pareto import pareto_figure, pareto_table
 
@@ -190,11 +191,7 @@ def plots(report: dict[str, Any]) -> dict[str, bytes]:
 
 
 def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    return cell(value, 4)  # the report's precision
 
 
 def _headline(r: dict[str, Any]) -> list[str]:
