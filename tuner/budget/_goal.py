@@ -21,14 +21,18 @@ class Goal:
 
     def met(self, trial_id: str, result: Mapping[str, Any]) -> str | None:
         """Why the campaign stops at ``result`` of ``trial_id`` (its reason), or None."""
+        part = self.reached(result)
+        return None if part is None else f"goal reached: {part} (trial {trial_id})"
+
+    def reached(self, result: Mapping[str, Any]) -> str | None:
+        """``metric=value >= goal`` when ``result`` meets the goal, else None."""
         got = result.get(self.metric)
         if not isinstance(got, (int, float)) or isinstance(got, bool) or math.isnan(got):
             return None
-        reached = got >= self.value if self.maximize else got <= self.value
-        if not reached:
+        if not (got >= self.value if self.maximize else got <= self.value):
             return None
         sign = ">=" if self.maximize else "<="
-        return f"goal reached: {self.metric}={got:.6g} {sign} {self.value:g} (trial {trial_id})"
+        return f"{self.metric}={got:.6g} {sign} {self.value:g}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +43,7 @@ class Goals:
 
     def met(self, trial_id: str, result: Mapping[str, Any]) -> str | None:
         """Why the campaign stops at ``result`` of ``trial_id`` (every goal met), or None."""
-        parts = []
-        for goal in self.goals:
-            reason = goal.met(trial_id, result)
-            if reason is None:
-                return None
-            sign = ">=" if goal.maximize else "<="
-            parts.append(f"{goal.metric}={result[goal.metric]:.6g} {sign} {goal.value:g}")
-        return f"goal reached: {' and '.join(parts)} (trial {trial_id})"
+        parts = [goal.reached(result) for goal in self.goals]
+        if any(part is None for part in parts):
+            return None
+        return f"goal reached: {' and '.join(str(p) for p in parts)} (trial {trial_id})"
