@@ -93,10 +93,12 @@ def _run(spec: Any, run_dir: Path) -> list[float]:
 def _keep_startup(spec: Any) -> Any:
     """``spec`` whose TPE still samples its own start-up trials at random: Optuna counts the
     seeds among the trials its start-up phase waits for, so the phase is lengthened by them."""
+    from tuner.space import DEFAULT_STARTUP_TRIALS
     from tuner.warm_start import plan_warm_start
 
     plan = plan_warm_start(spec)
-    startup = spec.sampler.startup_trials if spec.sampler.startup_trials is not None else 10
+    startup = spec.sampler.startup_trials
+    startup = DEFAULT_STARTUP_TRIALS if startup is None else startup
     sampler = dataclasses.replace(spec.sampler, startup_trials=startup + len(plan.seeds))
     return dataclasses.replace(spec, sampler=sampler)
 

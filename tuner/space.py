@@ -29,7 +29,7 @@ from tuner.spec import (
 __all__ = ["DefineByRun", "grid_space", "make_sampler", "sample_configs", "suggest"]
 
 _logger = logging.getLogger(__name__)
-_DEFAULT_STARTUP_TRIALS = 10
+DEFAULT_STARTUP_TRIALS = 10
 
 
 class TrialLike(Protocol):
@@ -171,7 +171,7 @@ def make_sampler(spec: SamplerSpec, space: Space) -> optuna.samplers.BaseSampler
     Returns:
         A new sampler.
     """
-    startup = spec.startup_trials if spec.startup_trials is not None else _DEFAULT_STARTUP_TRIALS
+    startup = spec.startup_trials if spec.startup_trials is not None else DEFAULT_STARTUP_TRIALS
     if spec.type in (SamplerType.CMAES, SamplerType.GP, SamplerType.QMC):
         _warn_partial_support(spec.type, space)
     with warnings.catch_warnings():
