@@ -96,7 +96,7 @@ def test_multi_objective_campaign_finds_a_pareto_front(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_multi_objective_campaign_resumes_after_sigkill(tmp_path: Path) -> None:
     data = yaml.safe_load((ROOT / "search_spaces" / "digits_pareto.yaml").read_text())
-    data |= {"name": "mo-killed", "budget": {"trials": 14, "max_epochs": 3}}
+    data |= {"name": "mo-killed", "budget": {"trials": 10, "max_epochs": 3}}
     campaign = tmp_path / "mo.yaml"
     campaign.write_text(yaml.safe_dump(data))
     run_dir = tmp_path / "runs" / "mo-killed"
@@ -131,7 +131,7 @@ def test_multi_objective_campaign_resumes_after_sigkill(tmp_path: Path) -> None:
 
     study = tuner.open_run(run_dir).study()
     real = [t for t in study.trials if not t.user_attrs.get("stop_reason", "").startswith("orph")]
-    assert len(real) == 14
+    assert len(real) == 10
     assert not [t for t in study.trials if t.state is TrialState.RUNNING]
     assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in real)
     for t in real:  # per-epoch vectors contiguous: nothing lost, nothing told twice

@@ -21,13 +21,13 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 def test_a_campaign_warm_started_from_an_earlier_one(tmp_path: Path) -> None:
-    source = tiny_digits_campaign(name="source", budget={"trials": 6, "max_epochs": 2})
+    source = tiny_digits_campaign(name="source", budget={"trials": 4, "max_epochs": 1})
     source["space"]["lr"]["high"] = 5.0e-2  # wider than the target's
     (tmp_path / "source.yaml").write_text(yaml.safe_dump(source))
     done = run_cli(["run", "source.yaml", "--num-cpus", "2"], cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
-    target = tiny_digits_campaign(name="target", budget={"trials": 5, "max_epochs": 3})
+    target = tiny_digits_campaign(name="target", budget={"trials": 3, "max_epochs": 2})
     target["warm_start"] = {"from": "runs/nowhere", "top": 2}  # the flag overrides it
     (tmp_path / "target.yaml").write_text(yaml.safe_dump(target))
     argv = ["run", "target.yaml", "--num-cpus", "2", "--warm-start", "runs/source"]
@@ -44,13 +44,13 @@ def test_a_campaign_warm_started_from_an_earlier_one(tmp_path: Path) -> None:
         for t in source_study.trials
         if t.state.is_finished() and t.intermediate_values and t.params["lr"] <= 3.0e-2
     ]
-    assert warm["from"] == "runs/source" and warm["source_trials"] == 6
-    assert warm["seeded"] == len(inside) and warm["refused"] == 6 - len(inside)
-    assert warm["seeded_complete"] == 0, "2-epoch trials never reach the target's 3"
+    assert warm["from"] == "runs/source" and warm["source_trials"] == 4
+    assert warm["seeded"] == len(inside) and warm["refused"] == 4 - len(inside)
+    assert warm["seeded_complete"] == 0, "1-epoch trials never reach the target's 2"
     assert warm["tried_first"] == min(2, len(inside))
-    assert summary["trials_run"] == 5, "the campaign's own trials, not the seeds"
+    assert summary["trials_run"] == 3, "the campaign's own trials, not the seeds"
     shown = run_cli(["show", "runs/target"], cwd=tmp_path, timeout=60)
-    assert shown.stdout.startswith("target: 5 trials ("), shown.stdout
+    assert shown.stdout.startswith("target: 3 trials ("), shown.stdout
     assert f"warm start from runs/source: {warm['seeded']} of its trials seeded" in shown.stdout
 
     study = open_study(run_dir)
@@ -58,7 +58,7 @@ def test_a_campaign_warm_started_from_an_earlier_one(tmp_path: Path) -> None:
     assert len(seeds) == warm["seeded"]
     assert all(t.state == optuna.trial.TrialState.PRUNED for t in seeds)
     own = campaign_trials(study)
-    assert len(own) == 5
+    assert len(own) == 3
     best = sorted(
         inside,
         key=lambda t: (
