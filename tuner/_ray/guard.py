@@ -203,16 +203,16 @@ class BudgetGuard:
         """Writes ``ledger.json`` atomically."""
         with self._lock:
             data = self._ledger.to_dict(time.time())
-            data["limits"] = {
-                "usd": self._limits.usd,
-                "gpu_hours": self._limits.gpu_hours,
-                "deadline_s": self._limits.deadline_s,
-            }
+            data["limits"] = self._limit_values()
             data["exhausted"] = self.exhausted
             data["held_back"] = self.closed
             data["user_stop"], data["goal_reached"] = self.user_stop, self.goal_reached
             data["pending_warnings"] = self.pending_warnings
         atomic.write_json(self._run_dir / LEDGER_FILE, data)
+
+    def _limit_values(self) -> dict[str, float | None]:
+        limits = self._limits
+        return {"usd": limits.usd, "gpu_hours": limits.gpu_hours, "deadline_s": limits.deadline_s}
 
     def observe_nodes(self) -> None:
         """Reads Ray's alive nodes into the ledger (the watcher thread calls this)."""
@@ -483,11 +483,7 @@ class BudgetGuard:
             now = time.time()
             totals = self._ledger.summary(now)
         return {
-            "limits": {
-                "usd": self._limits.usd,
-                "gpu_hours": self._limits.gpu_hours,
-                "deadline_s": self._limits.deadline_s,
-            },
+            "limits": self._limit_values(),
             **totals,
             "exhausted": self.exhausted,
             "held_back": self.closed,
