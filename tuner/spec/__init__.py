@@ -37,6 +37,7 @@ from tuner.spec._params import (
     Space,
 )
 from tuner.spec._parse import parse_campaign
+from tuner.spec._tracking import MlflowTracking, Tracking, WandbMode, WandbTracking
 from tuner.spec._trainable import resolve_trainable
 from tuner.spec._warm_start import WarmStart
 from tuner.spec._yaml import load_campaign, load_config_file
@@ -53,6 +54,7 @@ __all__ = [
     "FloatParam",
     "FrozenDict",
     "IntParam",
+    "MlflowTracking",
     "Mode",
     "Objective",
     "Param",
@@ -63,6 +65,9 @@ __all__ = [
     "SchedulerSpec",
     "SchedulerType",
     "Space",
+    "Tracking",
+    "WandbMode",
+    "WandbTracking",
     "WarmStart",
     "format_duration",
     "load_campaign",

@@ -15,6 +15,7 @@ from tuner.spec._durations import parse_duration
 from tuner.spec._frozen import FrozenDict, thaw
 from tuner.spec._limits import CAMPAIGN
 from tuner.spec._params import Space
+from tuner.spec._tracking import Tracking
 from tuner.spec._warm_start import DEFAULT_TOP, WarmStart
 
 __all__ = [
@@ -320,6 +321,7 @@ class CampaignSpec:
         objectives: Every objective, the primary one (``metric``, ``mode``) first; two to
             four make a multi-objective campaign (see :attr:`multi_objective`). Left empty,
             it is filled in as the one objective ``(metric, mode)``.
+        tracking: The experiment trackers (MLflow, W&B) trials are logged to (None: none).
         source: Where the spec came from (file path as given, or ``"<dict>"``); not
             compared by ``==``.
     """
@@ -341,6 +343,7 @@ class CampaignSpec:
     study_storage: str | None = None
     warm_start: WarmStart | None = None
     objectives: tuple[Objective, ...] = ()
+    tracking: Tracking | None = None
     # Provenance, not content: a spec equals its round trip through to_dict().
     source: str = field(default="<dict>", compare=False)
 
@@ -395,6 +398,8 @@ class CampaignSpec:
             out["study_storage"] = self.study_storage
         if self.warm_start is not None:
             out["warm_start"] = self.warm_start.to_dict()
+        if self.tracking is not None:
+            out["tracking"] = self.tracking.to_dict()
         return out
 
     def with_overrides(
@@ -410,6 +415,7 @@ class CampaignSpec:
         deadline_s: float | str | None = None,
         study_storage: str | None = None,
         warm_start: str | None = None,
+        tracking: Tracking | None = None,
     ) -> CampaignSpec:
         """Return a copy with command-line overrides applied and re-validated.
 
@@ -426,6 +432,8 @@ class CampaignSpec:
             study_storage: ``--study-storage``; a study storage URL.
             warm_start: ``--warm-start``; a run folder whose trials seed this campaign
                 (``top`` as the file says, else its default).
+            tracking: The ``tracking`` section in place of the file's (see
+                :func:`tuner.spec._tracking.tracking_flags` for the flags).
 
         Returns:
             The updated spec (``self`` unchanged).
@@ -481,4 +489,5 @@ class CampaignSpec:
             sampler=sampler,
             study_storage=store,
             warm_start=warm,
+            tracking=self.tracking if tracking is None else tracking,
         )

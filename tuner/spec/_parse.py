@@ -37,6 +37,7 @@ from tuner.spec._objectives import (
 )
 from tuner.spec._params import CategoricalParam, FloatParam, IntParam, Param, Space
 from tuner.spec._parse_space import check_key_name, check_plain, parse_space
+from tuner.spec._tracking import parse_tracking
 from tuner.spec._trainable import check_trainable_ref, resolve_trainable
 from tuner.spec._warm_start import parse_warm_start
 
@@ -57,6 +58,7 @@ _TOP_KEYS = (
     "fixed",
     "study_storage",
     "warm_start",
+    "tracking",
 )
 _REQUIRED = ("name", "trainable", "metric", "mode", "space", "budget")
 # Samplers with a random start-up phase before the model kicks in.
@@ -144,6 +146,9 @@ def _parse(ck: Checker, data: Any) -> CampaignSpec:
             trials = budget.trials if budget is not None else None
             parts["warm_start"] = parse_warm_start(ck, data["warm_start"], trials)
             check_warm_start(ck, data["warm_start"], parts.get("objectives"))
+    with each:
+        if data.get("tracking") is not None:
+            parts["tracking"] = parse_tracking(ck, data["tracking"])
     with each:
         space = data.get("space")
         names = list(space) if isinstance(space, Mapping) else []

@@ -63,7 +63,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         (
             "<dict>: nmae: unknown key (allowed name, description, trainable, metric, mode, "
             "space, budget, scheduler, sampler, resources, checkpoint, failure, pricing, fixed, "
-            "study_storage, warm_start) Did you mean 'name'?"
+            "study_storage, warm_start, tracking) Did you mean 'name'?"
         ),
     ),
     (
