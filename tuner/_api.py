@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from tuner import rundir
 from tuner.errors import TunerWarning
 from tuner.results import Result, open_run
-from tuner.spec import CampaignSpec, parse_campaign, parse_duration
+from tuner.spec import CampaignSpec, Tracking, parse_campaign, parse_duration
 from tuner.spec import load_campaign as _load_campaign_file
 from tuner.spec._checks import Checker
 from tuner.spec._limits import CAMPAIGN, FLAGS, Limit
@@ -92,6 +92,7 @@ def run(
     stream: TextIO | None = None,
     study_storage: str | None = None,
     warm_start: PathLike | None = None,
+    tracking: Tracking | None = None,
 ) -> Result:
     """Runs a campaign to its end into a new run folder, ``<runs_dir>/<name>``.
 
@@ -127,6 +128,9 @@ def run(
         warm_start: Overrides ``warm_start.from``: an earlier campaign's run folder whose
             finished trials seed the sampler; its best (``warm_start.top``) are tried first.
             Checked before anything is written.
+        tracking: Replaces the ``tracking`` section: the MLflow store and W&B project each
+            trial is logged to (:class:`~tuner.spec.Tracking`); checked before anything is
+            written.
 
     Returns:
         The campaign's :class:`~tuner.results.Result`.
@@ -153,6 +157,7 @@ def run(
         name=name,
         study_storage=study_storage,
         warm_start=None if warm_start is None else str(warm_start),
+        tracking=tracking,
     )
     root = Path(runs_dir)
     if storage is not None and rundir.is_uri(storage):

@@ -30,6 +30,7 @@ from tuner._ray.snapshot import (
     KeepTrialLogs,
     SnapshotGuard,
 )
+from tuner._ray.tracking import tracking_callbacks, wandb_environment
 from tuner._ray.trial import data_parallel, service_config, tune_trainable
 from tuner.contract import (
     EPOCH_KEY,
@@ -122,6 +123,8 @@ def _callbacks(campaign: Campaign) -> list[tune.Callback]:
     ]
     if campaign.guard is not None:
         callbacks.append(CampaignCallback(campaign))
+    # After the campaign's own: a trial's cost and stop reason are decided before it is logged.
+    callbacks.extend(tracking_callbacks(campaign, campaign.parent_run))
     return callbacks
 
 
@@ -254,6 +257,7 @@ def _environment(spec: CampaignSpec) -> dict[str, str]:
         # inherit the driver's environment).
         env["RAY_TRAIN_V2_ENABLED"] = "0"
         env["RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS"] = "0"
+    env.update(wandb_environment(spec))
     return env
 
 

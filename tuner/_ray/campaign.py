@@ -36,6 +36,7 @@ from tuner.spec import CampaignSpec, Mode
 from tuner.standings import Standings
 from tuner.status import STATUS_ATTR, write_status
 from tuner.study import storage_for, study_storage
+from tuner.tracking import ParentRun
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,9 @@ class Campaign:
         study_name: The study's name there (None: the campaign's name, in ``study.db``).
         interrupted: Tune's run was interrupted (SIGINT: Ctrl+C, ``tuner stop --now``):
             it ended without ending the campaign, which ``tuner resume`` continues.
+        ended: What the searcher decided about each trial that ended, by Tune id: its
+            ``stop_reason``, ``epochs`` and ``cost_usd`` (the trackers log them).
+        parent_run: The campaign's MLflow run, its trials' runs' parent (None: no MLflow).
     """
 
     spec: CampaignSpec
@@ -95,6 +99,8 @@ class Campaign:
     interrupted: bool = False
     study_url: str | None = None
     study_name: str | None = None
+    ended: dict[str, dict[str, Any]] = field(default_factory=dict)
+    parent_run: ParentRun | None = None
     _storage: Any = field(default=None, repr=False)
     _study: Any = field(default=None, repr=False)
 
@@ -122,6 +128,10 @@ class Campaign:
     def stop_all(self) -> bool:
         """Whether every trial left must stop now (the budget is spent; see the guard)."""
         return self.guard.stop_all() if self.guard is not None else False
+
+    def trial_usd(self, trial_id: str) -> float | None:
+        """The trial's share of the spend so far (None without a budget guard)."""
+        return self.guard.trial_usd(trial_id) if self.guard is not None else None
 
     def study_storage(self) -> optuna.storages.BaseStorage:
         """The Optuna storage of the campaign's study (one per campaign: an RDB storage

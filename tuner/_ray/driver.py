@@ -52,6 +52,7 @@ from tuner._ray.snapshot import (
     repair_snapshot,
     set_aside_orphans,
 )
+from tuner._ray.tracking import check_trackers
 from tuner.budget import (
     Ledger,
     format_spend,
@@ -82,6 +83,7 @@ from tuner.status import ended_document
 from tuner.stop import clear_stop_request
 from tuner.study import check_reachable, checkpoint_study, name_metrics, open_study
 from tuner.summary import format_failures, format_table, load_rows, standings
+from tuner.tracking import ParentRun, close_parent_run, open_parent_run
 from tuner.warm_start import plan_warm_start, seed_study
 
 
@@ -140,6 +142,7 @@ def run_campaign(
     if spec.study_storage is not None:  # an unreachable database: an error, nothing written
         check_reachable(spec.study_storage, source=spec.source, path="study_storage")
     warm = plan_warm_start(spec)  # a source that cannot seed it: an error, nothing written
+    check_trackers(spec)  # a tracker not installed or not reachable: likewise
     options = options or RayOptions()
     pricer = make_pricer(spec)
     with campaign_environment(spec), ray_session(options):
@@ -202,6 +205,7 @@ def run_campaign(
             watch=FailureWatch(spec.failure.max_failed_trials, stream),
             study_url=study.get("study_storage"),
             study_name=study.get("study_name"),
+            parent_run=open_parent_run(spec, run_dir),
         )
         if campaign.study_url is not None or warm is not None:  # listed/seeded from the start
             created = optuna.create_study(
@@ -216,7 +220,7 @@ def run_campaign(
                 print(warm.line(), file=stream or sys.stdout)
         tuner = build_tuner(campaign, concurrent=concurrent)
         result = _fit_and_summarize(campaign, tuner, cluster)
-    _finish(run_dir, storage, stream)
+    _finish(result, storage, stream, campaign.parent_run)
     return result
 
 
@@ -275,6 +279,8 @@ def resume_campaign(
             "Ray Tune saved no experiment state here (the driver died before its first snapshot).",
             fix="start it again with `tuner run`.",
         )
+    check_trackers(spec)
+    campaign.parent_run = open_parent_run(spec, run_dir)
     options = options or RayOptions()
     pricer = make_pricer(spec)
     ledger, ledger_file = read_ledger(run_dir)
@@ -304,7 +310,7 @@ def resume_campaign(
         tuner = restore_tuner(campaign)
         print(f"resuming campaign {spec.name} from {run_dir}", file=campaign.out)
         result = _fit_and_summarize(campaign, tuner, cluster)
-    _finish(run_dir, storage, stream)
+    _finish(result, storage, stream, campaign.parent_run)
     return result
 
 
@@ -343,10 +349,16 @@ def _finished_before(run_dir: Path, spec: CampaignSpec) -> Standings | None:
     return standings(load_rows(study), maximize=spec.mode is Mode.MAX)
 
 
-def _finish(run_dir: Path, storage: str | None, stream: TextIO | None) -> None:
-    """The report, then the copy to storage: after the embedded Ray is shut down, so its
-    workers (and on a GPU machine their CUDA memory) are not held while plots are drawn."""
+def _finish(
+    result: CampaignResult, storage: str | None, stream: TextIO | None, parent: ParentRun | None
+) -> None:
+    """The report, the campaign's MLflow run closed with it, then the copy to storage: after
+    the embedded Ray is shut down, so its workers (and on a GPU machine their CUDA memory)
+    are not held while plots are drawn."""
+    run_dir = result.run_dir
     write_report_safely(run_dir, stream or sys.stdout)
+    if parent is not None:
+        close_parent_run(parent, run_dir, result.summary)
     upload(run_dir, storage, stream)
 
 

@@ -334,6 +334,11 @@ class BudgetGuard:
             return self._prior_epoch_s
         return sum(s for _, s in done) / sum(e for e, _ in done)
 
+    def trial_usd(self, trial_id: str) -> float:
+        """The trial's share of the dollars spent so far (:meth:`Ledger.trial_usd`)."""
+        with self._lock:
+            return self._ledger.trial_usd(trial_id, time.time())
+
     def planned_rates(self) -> tuple[float, float]:
         """Dollars and GPU-hours per trial-second of the cheapest node that fits a trial."""
         with self._lock:

@@ -39,6 +39,7 @@ from tuner.outcome import (
     failure_message,
 )
 from tuner.study import (
+    COST_ATTR,
     EPOCHS_ATTR,
     FAILURE_ATTR,
     FAILURE_MESSAGE_ATTR,
@@ -171,6 +172,15 @@ class FidelityOptunaSearch(OptunaSearch):
         decision = self._budget_reason(trial_id, decision)
         ot_trial.set_user_attr(STOP_REASON_ATTR, decision.reason)
         ot_trial.set_user_attr(EPOCHS_ATTR, decision.epochs)
+        cost = self._campaign.trial_usd(trial_id) if self._campaign is not None else None
+        if cost is not None:
+            ot_trial.set_user_attr(COST_ATTR, round(cost, 6))
+        if self._campaign is not None:
+            self._campaign.ended[trial_id] = {
+                "stop_reason": decision.reason,
+                "epochs": decision.epochs,
+                "cost_usd": cost,
+            }
         if decision.failure is not None:
             message = failure_message(
                 decision,

@@ -206,6 +206,20 @@ class Ledger:
         """Trial-seconds so far (all trials' running time)."""
         return sum(t.busy_s(now) for t in self.trials.values())
 
+    def trial_usd(self, trial_id: str, now: float) -> float:
+        """A trial's share of the dollars spent so far, by its share of the trial-seconds.
+
+        Money goes to nodes, idle ones too; this charges it to the trials that ran, in
+        proportion to how long each held its slot. Asked when a trial ends, it is what the
+        campaign had cost per trial-second by then times that trial's seconds. 0 for a
+        trial the ledger never saw start.
+        """
+        record = self.trials.get(trial_id)
+        total_s = self.trial_s(now)
+        if record is None or total_s <= 0:
+            return 0.0
+        return self.usd(now) * record.busy_s(now) / total_s
+
     def running_s(self, now: float) -> float:
         """Seconds a driver ran this campaign, over all sessions (what a deadline counts)."""
         total = 0.0

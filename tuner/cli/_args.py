@@ -20,7 +20,7 @@ from tuner.errors import FileError, SpecError
 from tuner.spec._limits import CAMPAIGN, FLAGS, Limit
 
 if TYPE_CHECKING:
-    from tuner.spec import CampaignSpec
+    from tuner.spec import CampaignSpec, Tracking
 
 __all__ = [
     "DEFAULT_CAMPAIGN",
@@ -281,6 +281,30 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "sampler and whose best configurations are tried first (warm_start.top, default 3); "
         "with tuner submit, an id from `tuner list --address` too",
     )
+    tracking = parser.add_argument_group(
+        "experiment trackers", "each trial a run with its config, epochs, stop reason and cost"
+    )
+    tracking.add_argument(
+        "--mlflow-uri",
+        metavar="URI",
+        help="log to MLflow (tracking.mlflow.tracking_uri): sqlite:///PATH/mlflow.db, "
+        "http://HOST:5000, ...; the campaign is a parent run of its trials' runs",
+    )
+    tracking.add_argument(
+        "--mlflow-experiment",
+        metavar="NAME",
+        help="log to MLflow, in this experiment (default: the campaign's name; store: "
+        "--mlflow-uri, else mlflow.db in the run folder)",
+    )
+    tracking.add_argument(
+        "--wandb-project", metavar="NAME", help="log to Weights & Biases, in this project"
+    )
+    tracking.add_argument(
+        "--wandb-mode",
+        choices=("online", "offline"),
+        help="W&B's mode: online (needs an API key) or offline (run files in the run folder's "
+        "wandb/, no network; `wandb sync` uploads them)",
+    )
     parser.add_argument(
         "--budget-usd", type=positive_float, help="override budget.usd: dollars the nodes may cost"
     )
@@ -374,3 +398,16 @@ def load_campaign_file(path: Path) -> CampaignSpec:
             fix="pass a YAML file such as search_spaces/default.yaml.",
         )
     return tuner.load_campaign(path)
+
+
+def tracking_from_args(spec: CampaignSpec, args: argparse.Namespace) -> Tracking | None:
+    """The campaign's ``tracking`` section with ``--mlflow-*`` and ``--wandb-*`` applied."""
+    from tuner.spec._tracking import tracking_flags
+
+    return tracking_flags(
+        spec.tracking,
+        mlflow_uri=getattr(args, "mlflow_uri", None),
+        mlflow_experiment=getattr(args, "mlflow_experiment", None),
+        wandb_project=getattr(args, "wandb_project", None),
+        wandb_mode=getattr(args, "wandb_mode", None),
+    )

@@ -17,6 +17,7 @@ from tuner.cli._args import (
     duration_flag,
     load_campaign_file,
     ray_flags,
+    tracking_from_args,
 )
 from tuner.cli._exit import handled
 from tuner.errors import FileError
@@ -109,6 +110,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         usd_per_gpu_hour=args.usd_per_gpu_hour,
         study_storage=args.study_storage,
         warm_start=args.warm_start,
+        tracking=tracking_from_args(spec, args),
         **ray_flags(args),
     )
     return campaign_exit_code(result.summary)
@@ -144,6 +146,7 @@ def _dry_run(
         name=args.name,
         study_storage=getattr(args, "study_storage", None),
         warm_start=getattr(args, "warm_start", None),
+        tracking=tracking_from_args(spec, args),
     )
     plan = make_plan(
         spec,

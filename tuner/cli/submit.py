@@ -20,6 +20,7 @@ from tuner.cli._args import (
     add_run_arguments,
     duration_flag,
     load_campaign_file,
+    tracking_from_args,
 )
 from tuner.errors import FileError
 
@@ -38,6 +39,10 @@ _FORWARDED = (
     "storage_path",
     "study_storage",
     "warm_start",
+    "mlflow_uri",
+    "mlflow_experiment",
+    "wandb_project",
+    "wandb_mode",
 )
 
 
@@ -89,6 +94,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     spec = load_campaign_file(working_dir / campaign)  # bad input: exit 2, nothing sent
     duration_flag(args.time_limit, "--time-limit")
     duration_flag(args.deadline, "--deadline")
+    tracking_from_args(spec, args)  # a bad tracker flag: exit 2, nothing sent
     ident = campaign_id(args.name or spec.name)
     if args.warm_start is not None:
         args.warm_start = source_on_head(args.warm_start, args.runs_dir)
