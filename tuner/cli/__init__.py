@@ -16,6 +16,7 @@ from typing import NoReturn
 from tuner.cli._args import DEFAULT_CAMPAIGN, Parser, add_run_arguments, ray_flags
 from tuner.cli._exit import handled as _handled
 from tuner.cli.cost import add_predict_command, add_profile_command, add_recommend_command
+from tuner.cli.dashboard import add_dashboard_command
 from tuner.cli.run import (
     EXIT_FAILURE_LIMIT,
     add_resume_command,
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_logs_command(sub)
     add_stop_command(sub)
     add_report_command(sub)
+    add_dashboard_command(sub)
     add_profile_command(sub)
     add_recommend_command(sub)
     add_predict_command(sub)
