@@ -173,8 +173,9 @@ class FidelityOptunaSearch(OptunaSearch):
         ot_trial.set_user_attr(STOP_REASON_ATTR, decision.reason)
         ot_trial.set_user_attr(EPOCHS_ATTR, decision.epochs)
         cost = self._campaign.trial_usd(trial_id) if self._campaign is not None else None
-        if cost is not None:
-            ot_trial.set_user_attr(COST_ATTR, round(cost, 6))
+        if cost is not None:  # to the micro-dollar, the same in the study and the trackers
+            cost = round(cost, 6)
+            ot_trial.set_user_attr(COST_ATTR, cost)
         if self._campaign is not None:
             self._campaign.ended[trial_id] = {
                 "stop_reason": decision.reason,
