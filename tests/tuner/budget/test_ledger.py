@@ -77,3 +77,16 @@ def test_restarted_trial_adds_an_interval() -> None:
     ledger.end_session(25.0)
     assert ledger.trials["t"].intervals == [[0.0, 10.0], [20.0, 25.0]]
     assert ledger.trial_gpu_s(30.0) == {"t": 2.0 * 15.0}
+
+
+def test_a_trials_cost_is_its_share_of_the_spend_by_trial_seconds() -> None:
+    ledger = Ledger()
+    ledger.begin_session(0.0)
+    ledger.observe([_node("gpu", rate=3.6)], 0.0)  # $1 per 1000 s
+    ledger.trial_started("a", 1.0, 0.0)
+    ledger.trial_started("b", 1.0, 0.0)
+    ledger.trial_stopped("a", 100.0)
+    # At b's end (300 s): $0.30 spent over 400 trial-seconds, b held 300 of them.
+    assert ledger.trial_usd("b", 300.0) == pytest.approx(0.3 * 300 / 400)
+    assert ledger.trial_usd("a", 300.0) == pytest.approx(0.3 * 100 / 400)
+    assert ledger.trial_usd("never-started", 300.0) == 0.0

@@ -1,0 +1,202 @@
+"""One small campaign logged to MLflow (its run folder's SQLite store) and W&B (offline),
+through the real CLI flags, read back: MLflow has one parent run and a child run per trial
+with its per-epoch metrics, stop reason and cost; W&B's offline run files (read with
+tests/wandb_records.py) hold the same; optuna-dashboard, started by `tuner dashboard` on
+the run folder, serves the study with each trial's cost among its user attributes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from tests.conftest import run_cli, tiny_digits_campaign
+from tests.ports import free_port
+from tests.processes import reap, spawn
+from tests.wandb_records import read_run
+from tuner import rundir
+from tuner.study import COST_ATTR, STOP_REASON_ATTR, TUNE_TRIAL_ID_ATTR
+from tuner.tracking import PARENT_TAG, TRACKING_FILE
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+TRIALS, EPOCHS = 3, 2
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The campaign's run folder: 3 trials x <= 2 epochs, nodes priced at $3.60/h so that
+    trials cost something, W&B from the file, MLflow from the flags, with the report."""
+    tmp = tmp_path_factory.mktemp("tracking")
+    data = tiny_digits_campaign(
+        name="tracked",
+        budget={"trials": TRIALS, "max_epochs": EPOCHS},
+        pricing={"node_usd_per_hour": 3.6},
+        tracking={"wandb": {"project": "tuner-test", "mode": "offline"}},
+    )
+    (tmp / "c.yaml").write_text(yaml.safe_dump(data))
+    argv = ["run", "c.yaml", "--runs-dir", "runs", "--num-cpus", "2"]
+    argv += ["--mlflow-experiment", "tiny"]
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TUNER_NO_REPORT", "0")  # the report is attached to the parent run
+        proc = run_cli(argv, cwd=tmp, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return tmp / "runs" / "tracked"
+
+
+def _study(run_dir: Path) -> optuna.Study:
+    return optuna.load_study(study_name="tracked", storage=rundir.study_url(run_dir))
+
+
+def _by_tune_id(run_dir: Path) -> dict[str, optuna.trial.FrozenTrial]:
+    return {str(t.user_attrs[TUNE_TRIAL_ID_ATTR]): t for t in _study(run_dir).trials}
+
+
+def _client(run_dir: Path) -> MlflowClient:
+    return MlflowClient(tracking_uri=f"sqlite:///{run_dir / 'mlflow.db'}")
+
+
+def test_mlflow_has_a_parent_run_and_one_child_per_trial(run_dir: Path) -> None:
+    trials = _by_tune_id(run_dir)
+    assert len(trials) == TRIALS
+    client = _client(run_dir)
+    experiment = client.get_experiment_by_name("tiny")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id])
+    parents = [r for r in runs if PARENT_TAG not in r.data.tags]
+    children = [r for r in runs if PARENT_TAG in r.data.tags]
+    assert len(parents) == 1 and len(children) == TRIALS
+    parent = parents[0]
+    assert {c.data.tags[PARENT_TAG] for c in children} == {parent.info.run_id}
+    assert json.loads((run_dir / TRACKING_FILE).read_text())["mlflow"]["run_id"] == (
+        parent.info.run_id
+    )
+    for child in children:
+        assert child.info.status == "FINISHED"
+        tune_id = child.data.tags["trial_name"].removeprefix("trial_")
+        trial = trials[tune_id]
+        # The sampled parameters and the fixed batch size; no reserved keys.
+        assert child.data.params == {
+            **{k: str(v) for k, v in trial.params.items()},
+            "batch_size": "64",
+        }
+        history = client.get_metric_history(child.info.run_id, "val_acc")
+        assert {m.step: m.value for m in history} == trial.intermediate_values
+        assert child.data.tags["stop_reason"] == trial.user_attrs[STOP_REASON_ATTR]
+        assert child.data.metrics["cost_usd"] == trial.user_attrs[COST_ATTR]
+        assert child.data.metrics["cost_usd"] > 0
+        assert child.data.metrics["epochs"] == len(trial.intermediate_values)
+    print(
+        f"mlflow: {len(parents)} parent + {len(children)} trial runs; epochs per trial run:",
+        sorted(len(client.get_metric_history(c.info.run_id, "val_acc")) for c in children),
+    )
+
+
+def test_the_parent_run_has_the_best_config_and_the_report(run_dir: Path) -> None:
+    summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
+    client = _client(run_dir)
+    parent = client.get_run(json.loads((run_dir / TRACKING_FILE).read_text())["mlflow"]["run_id"])
+    assert parent.info.status == "FINISHED"
+    assert parent.data.params == {f"best.{k}": str(v) for k, v in summary["best"]["params"].items()}
+    assert parent.data.metrics["best_value"] == pytest.approx(summary["best"]["value"])
+    assert parent.data.metrics["cost_usd"] == pytest.approx(summary["budget"]["usd"])
+    assert parent.data.tags["tuner.status"] == summary["status"]
+    attached = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"campaign.yaml", "summary.json", "best.yaml", "report.html", "report.md"} <= attached
+    # The artifacts are beside the run folder's database, not wherever the driver ran.
+    assert (run_dir / "mlartifacts").is_dir()
+
+
+def test_a_resume_reopens_the_same_parent_run(run_dir: Path) -> None:
+    from tuner.spec import load_campaign
+    from tuner.tracking import close_parent_run, open_parent_run
+
+    spec = load_campaign(run_dir / rundir.CAMPAIGN_FILE, check_trainable=False)
+    recorded = json.loads((run_dir / TRACKING_FILE).read_text())["mlflow"]["run_id"]
+    parent = open_parent_run(spec, run_dir)
+    assert parent is not None and parent.run_id == recorded
+    client = _client(run_dir)
+    assert client.get_run(recorded).info.status == "RUNNING"
+    close_parent_run(parent, run_dir, json.loads((run_dir / rundir.SUMMARY_FILE).read_text()))
+    assert client.get_run(recorded).info.status == "FINISHED"
+    experiment = client.get_experiment_by_name("tiny")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id])
+    assert sum(PARENT_TAG not in r.data.tags for r in runs) == 1
+
+
+def test_wandb_offline_run_files_hold_each_trial(run_dir: Path) -> None:
+    trials = _by_tune_id(run_dir)
+    files = sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(files) == TRIALS
+    for path in files:
+        run = read_run(path)
+        trial = trials[run["id"]]
+        assert run["project"] == "tuner-test" and run["group"] == "tracked"
+        config = run["config"]
+        assert {k: config[k] for k in trial.params} == trial.params
+        assert not [k for k in config if k.startswith("tuner_")]
+        assert config["stop_reason"] == trial.user_attrs[STOP_REASON_ATTR]
+        assert config["cost_usd"] == trial.user_attrs[COST_ATTR]
+        epochs = {int(row["epoch"]): row["val_acc"] for row in run["history"] if "val_acc" in row}
+        assert epochs == trial.intermediate_values
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture
+def dashboard(run_dir: Path, tmp_path: Path) -> Iterator[str]:
+    """`tuner dashboard RUN_DIR` on a free loopback port, stopped by its PID at the end."""
+    port = free_port()
+    log = (tmp_path / "dashboard.log").open("wb")
+    proc = spawn(
+        [sys.executable, "-m", "tuner", "dashboard", str(run_dir), "--port", str(port)], log
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                _get(f"{base}/api/studies")
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError((tmp_path / "dashboard.log").read_text()) from None
+                time.sleep(0.3)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        reap(proc)
+        log.close()
+
+
+def test_tuner_dashboard_serves_the_study_with_each_trials_cost(
+    run_dir: Path, dashboard: str
+) -> None:
+    trials = _by_tune_id(run_dir)
+    studies = _get(f"{dashboard}/api/studies")["study_summaries"]
+    assert [s["study_name"] for s in studies] == ["tracked"]
+    detail = _get(f"{dashboard}/api/studies/{studies[0]['study_id']}")
+    assert len(detail["trials"]) == TRIALS
+    for served in detail["trials"]:
+        attrs = {a["key"]: a["value"] for a in served["user_attrs"]}
+        trial = trials[attrs[TUNE_TRIAL_ID_ATTR]]
+        assert attrs[STOP_REASON_ATTR] == trial.user_attrs[STOP_REASON_ATTR]
+        assert float(attrs[COST_ATTR]) == trial.user_attrs[COST_ATTR] > 0
