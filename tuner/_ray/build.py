@@ -172,7 +172,7 @@ def build_tuner(campaign: Campaign, *, concurrent: int) -> tune.Tuner:
     print(
         f"campaign {spec.name}: {spec.budget.trials} trials x <= {spec.budget.max_epochs} "
         f"epochs, {concurrent} at a time, {spec.sampler.type.value} + "
-        f"{spec.scheduler.type.value}; run folder {campaign.run_dir}",
+        f"{spec.scheduler.type.value}\nrun folder {campaign.run_dir}",
         file=campaign.out,
     )
     service = service_config(spec, campaign.stop_key or "")
