@@ -28,6 +28,7 @@ PURE = (
     "tuner.errors",
     "tuner.finish",
     "tuner.front",
+    "tuner.live",
     "tuner.outcome",
     "tuner.pareto",
     "tuner.report",

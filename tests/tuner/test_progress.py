@@ -1,15 +1,17 @@
-"""The live view: bars, the money line, and the block redrawn in place on a terminal."""
+"""The progress callback: the money line and plain lines off a terminal, the rich live view
+(tuner.live) drawn and redrawn in place on one."""
 
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import live_campaign
-from tuner._ray.progress import ProgressCallback, bar, format_block, format_money
+from tuner._ray.progress import ProgressCallback, format_money
 from tuner.standings import Standings
 
 
@@ -21,6 +23,8 @@ class _Tty(io.StringIO):
 class _GuardStandIn:
     """Stands in for a BudgetGuard's live() (the real one needs a Ray cluster to watch;
     tests/tuner/report/test_campaign_report.py checks its line from a real campaign)."""
+
+    slots = 2
 
     def __init__(self, money: dict[str, Any]) -> None:
         self.money = money
@@ -44,25 +48,10 @@ MONEY = {
 }
 
 
-def test_bar_clips_and_fills() -> None:
-    assert bar(0.25, width=8) == "[##------]"
-    assert bar(1.7, width=4) == "[####]"
-    assert bar(-1, width=4) == "[----]"
-
-
 def test_money_line_shows_share_rate_and_pending() -> None:
     text = format_money(MONEY)
     assert text == "$1.25 of $5.00 (25%) at $3.60/h, 1 PENDING warning(s)"
     assert format_money({**MONEY, "limit_usd": None, "pending_warnings": 0}) == "$1.25 at $3.60/h"
-
-
-def test_block_has_trials_money_status_and_pending_lines() -> None:
-    lines = format_block("[0:05] status", done=3, total=12, money=MONEY)
-    assert lines[0] == "trials [#####---------------] 3/12"
-    assert lines[1].startswith("money  [#####---------------] $1.25 of $5.00")
-    assert lines[2] == "[0:05] status"
-    assert lines[3] == "PENDING: waiting for the autoscaler to add a node (gpu_t4)"
-    assert len(format_block("s", done=0, total=4, money=None)) == 2
 
 
 @pytest.fixture
@@ -77,15 +66,23 @@ def _callback(stream: io.StringIO, campaign: Any) -> ProgressCallback:
     )
 
 
-def test_terminal_block_is_redrawn_in_place(campaign: Any) -> None:
+def test_terminal_gets_the_live_view_redrawn_in_place(campaign: Any) -> None:
     out = _Tty()
     cb = _callback(out, campaign)
-    cb._emit([], force=True)
-    first = out.getvalue()
-    assert first.startswith("\r\x1b[J") and "money  [" in first and "PENDING: " in first
-    cb._emit([], force=True)
-    # Back up to the block's first line (4 lines: 3 up), clear, draw again.
-    assert out.getvalue()[len(first) :].startswith("\r\x1b[3F\x1b[J")
+    running = _Trial("run1", "RUNNING", [0.5, 0.6])
+    cb._emit([running], force=True)
+    first = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", out.getvalue())  # without colours
+    # The tiny campaign's rungs (1, 2 and max_epochs 4): run1 reached 2 of them, goes on to 4;
+    # no epoch time measured yet, so the total is the cost model's plan and the ETA unknown.
+    assert "run1" in first and "2/3 next 4" in first and "0.6000" in first, first
+    assert "2/~" in first and "ETA -" in first and "$1.25 of $5.00" in first
+    assert "PENDING: waiting for the autoscaler" in first
+    cb._emit([running], force=True)
+    again = out.getvalue().split("PENDING", 1)[1]
+    # rich's Live: back up over the view it drew (cursor up, erase line), draw it again.
+    assert "\x1b[2K\x1b[1A" in again and "run1" in again
+    cb.on_experiment_end([running])
+    assert cb._live is None
 
 
 def test_plain_lines_off_a_terminal(campaign: Any) -> None:

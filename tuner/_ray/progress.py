@@ -1,9 +1,11 @@
 """Live progress of a campaign on the terminal: trials by state, the best value so far and,
 with a money or GPU-hour budget, spend against it, the spend rate and PENDING warnings.
 
-On a terminal a compact block (progress bars for trials and money, the status line, the
-latest PENDING warning) is redrawn in place twice a second; elsewhere (CI logs, pipes) one
-plain line is printed at most every ``log_every_s`` seconds and whenever a trial finishes.
+On a terminal the live view of :mod:`tuner.live` (trial-epochs against the predicted total,
+ETA and dollars to finish, the running trials, the best so far) is redrawn in place with
+rich at most twice a second, fitted to the terminal's width and height; elsewhere (CI logs,
+pipes) one plain line is printed at most every ``log_every_s`` seconds and whenever a trial
+finishes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ray.tune import Callback
 from ray.tune.experiment import Trial
+from rich.console import Console
+from rich.live import Live
 
+from tuner.contract import EPOCH_KEY
+from tuner.cost import AshaGeometry, estimate_work
+from tuner.live import LiveState, LiveView, TrialRow, compact_counts, gpu_text, rung_label
 from tuner.outcome import Outcome, decide_outcome
 from tuner.standings import Standings
 from tuner.status import PUBLISH_EVERY_S, State, status_document
@@ -57,12 +64,6 @@ def format_status(
     return " | ".join(parts)
 
 
-def bar(fraction: float, width: int = 20) -> str:
-    """``[#####---------------]``: ``fraction`` (clipped to 0..1) of ``width``."""
-    filled = round(max(0.0, min(1.0, fraction)) * width)
-    return "[" + "#" * filled + "-" * (width - filled) + "]"
-
-
 def format_money(money: dict[str, Any]) -> str:
     """Spend against the budget and the rate, e.g. ``$0.42 of $5.00 (8%) at $3.60/h``."""
     text = f"${money['usd']:.2f}"
@@ -74,18 +75,6 @@ def format_money(money: dict[str, Any]) -> str:
     if money.get("pending_warnings"):
         text += f", {money['pending_warnings']} PENDING warning(s)"
     return text
-
-
-def format_block(line: str, *, done: int, total: int, money: dict[str, Any] | None) -> list[str]:
-    """The live view's lines on a terminal."""
-    lines = [f"trials {bar(done / total if total else 0.0)} {done}/{total}"]
-    if money is not None:
-        limit = money.get("limit_usd")
-        lines.append(f"money  {bar(money['usd'] / limit if limit else 0.0)} {format_money(money)}")
-    lines.append(line)
-    if money is not None and money.get("last_pending"):
-        lines.append(f"PENDING: {money['last_pending']}")
-    return lines
 
 
 def running_document(
@@ -167,12 +156,14 @@ class ProgressCallback(Callback):
         # The campaign's failure watch (failed trials as Optuna was told) and budget guard
         # (spend against the budget).
         self._campaign = campaign
-        self._drawn = 0  # lines of the live block on the terminal now
+        self._live: Live | None = None  # the live view on a terminal, once drawn
+        self._planned_epochs: float | None = None  # the campaign's trial-epochs, planned
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_stream"] = None
         state["_campaign"] = None
+        state["_live"] = None
         return state
 
     @property
@@ -262,9 +253,95 @@ class ProgressCallback(Callback):
 
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
         self._emit(trials, force=True)
-        if self._out.isatty():
-            self._out.write("\n")
-            self._out.flush()
+        live, self._live = getattr(self, "_live", None), None
+        if live is not None:
+            live.stop()  # the last view stays on the terminal
+
+    def _marks(self) -> tuple[int, ...]:
+        """ASHA's rungs (its decision epochs and max_epochs); none for FIFO."""
+        campaign = self._campaign
+        if campaign is None:
+            return ()
+        geometry = AshaGeometry.from_spec(campaign.spec)
+        return (*geometry.decision_epochs(), geometry.max_epochs) if geometry.asha else ()
+
+    def _planned(self) -> float | None:
+        """The campaign's expected trial-epochs before any is measured: the cost model's
+        replay of ASHA (:func:`tuner.cost.estimate_work`) at the guard's trials at once."""
+        campaign = self._campaign
+        if campaign is None:
+            return None
+        if getattr(self, "_planned_epochs", None) is None:
+            geometry = AshaGeometry.from_spec(campaign.spec)
+            slots = campaign.guard.slots if campaign.guard is not None else 1
+            estimate = estimate_work(geometry, epoch_s=1.0, workers=slots, runs=100)
+            self._planned_epochs = estimate.trial_epochs
+        return self._planned_epochs
+
+    def live_state(
+        self, trials: list[Trial], counts: dict[str, int], money: dict[str, Any] | None, now: float
+    ) -> LiveState:
+        """What the live view shows now (:class:`tuner.live.LiveState`)."""
+        campaign, standings = self._campaign, self._standings
+        marks = self._marks()
+        waiting = campaign.waiting if campaign is not None else frozenset()
+        epochs_done, rows = 0, []
+        for t in trials:
+            result = t.last_result or {}
+            epoch = result.get(EPOCH_KEY)
+            epoch = int(epoch) if isinstance(epoch, (int, float)) else 0
+            epochs_done += epoch
+            if t.status in (Trial.RUNNING, Trial.PAUSED) and t.trial_id not in standings:
+                value = result.get(self._metric)
+                paused = t.status == Trial.PAUSED or t.trial_id in waiting
+                rows.append(
+                    TrialRow(
+                        trial=t.trial_id,
+                        epoch=epoch,
+                        value=float(value) if isinstance(value, (int, float)) else None,
+                        rung=rung_label(epoch, marks, waiting=paused),
+                        gpu=gpu_text(result),
+                    )
+                )
+        done = counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0) + self._untracked
+        guard = campaign.guard if campaign is not None else None
+        rest = guard.to_finish(done=done) if guard is not None else None
+        watch = campaign.watch if campaign is not None else None
+        best = None
+        if standings.best_value is not None and standings.best_trial is not None:
+            best = (standings.best_value, standings.best_trial)
+        return LiveState(
+            name=campaign.spec.name if campaign is not None else "campaign",
+            elapsed_s=now - self._start,
+            metric=self._metric,
+            counts=compact_counts(
+                done=done,
+                total=self._total,
+                running=counts.get(Trial.RUNNING, 0),
+                pending=counts.get(Trial.PENDING, 0),
+                waiting=counts.get(Trial.PAUSED, 0),
+                stopped_early=standings.stopped_early,
+                failed=counts.get(Trial.ERROR, 0) if watch is None else watch.count,
+            ),
+            epochs_done=epochs_done,
+            epochs_total=epochs_done + rest["trial_epochs"] if rest else self._planned(),
+            eta_s=rest["wall_s"] if rest else None,
+            usd_to_finish=rest["usd"] if rest else None,
+            money=money,
+            best=best,
+            running=tuple(rows),
+        )
+
+    def _draw(self, state: LiveState) -> None:
+        """Draws ``state`` in place on the terminal (rich's Live: what others print while
+        it is up goes above it)."""
+        live = getattr(self, "_live", None)
+        if live is None:
+            console = Console(file=self._out, force_terminal=True)
+            live = Live(LiveView(state), console=console, auto_refresh=False)
+            live.start()
+            self._live = live
+        live.update(LiveView(state), refresh=True)
 
     def _emit(self, trials: list[Trial], *, force: bool) -> None:
         now = time.monotonic()
@@ -309,14 +386,9 @@ class ProgressCallback(Callback):
             self._published = now
             self._publish(campaign, counts, money, line)
         if tty:
-            done = counts.get(Trial.TERMINATED, 0) + counts.get(Trial.ERROR, 0) + self._untracked
-            lines = format_block(line, done=done, total=self._total, money=money)
-            drawn = getattr(self, "_drawn", 0)
-            up = f"\x1b[{drawn - 1}F" if drawn > 1 else ""
-            self._out.write("\r" + up + "\x1b[J" + "\n".join(lines))
-            self._drawn = len(lines)
-        else:
-            if money is not None:
-                line += " | " + format_money(money)
-            self._out.write(line + "\n")
+            self._draw(self.live_state(trials, counts, money, now))
+            return
+        if money is not None:
+            line += " | " + format_money(money)
+        self._out.write(line + "\n")
         self._out.flush()
