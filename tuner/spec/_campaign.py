@@ -6,12 +6,12 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from tuner.rundir import check_study_storage
 from tuner.spec._checks import RESERVED_PREFIX, Checker, check_campaign_name, check_seed
 from tuner.spec._durations import parse_duration
+from tuner.spec._enums import Mode, SamplerType, SchedulerType
 from tuner.spec._frozen import FrozenDict, thaw
 from tuner.spec._limits import CAMPAIGN
 from tuner.spec._params import Space
@@ -33,32 +33,6 @@ __all__ = [
     "SchedulerSpec",
     "SchedulerType",
 ]
-
-
-class Mode(str, Enum):
-    """Whether the campaign minimizes or maximizes its metric."""
-
-    MIN = "min"
-    MAX = "max"
-
-
-class SamplerType(str, Enum):
-    """Optuna sampler that proposes configurations."""
-
-    TPE = "tpe"
-    RANDOM = "random"
-    GRID = "grid"
-    CMAES = "cmaes"
-    GP = "gp"
-    QMC = "qmc"
-    NSGA2 = "nsga2"
-
-
-class SchedulerType(str, Enum):
-    """Ray Tune trial scheduler: ASHA stops poor trials early, FIFO runs all to the end."""
-
-    ASHA = "asha"
-    FIFO = "fifo"
 
 
 @dataclass(frozen=True, slots=True)

@@ -163,6 +163,9 @@ STEPS = Limit(
     SAFE_INT,
     "Optuna rounds a value to its step in floats, which count steps exactly only up to 2**53",
 )
+# warm_start.top: checked against budget.trials, and kept out of CAMPAIGN (whose every
+# field the limit tests set alone) because it needs warm_start.from beside it.
+WARM_START_TOP = Limit("int", 0, TRIALS.high, "it is at most budget.trials")
 GRID_POINTS = Limit(
     "int",
     1,

@@ -27,6 +27,7 @@ from tuner.spec._checks import (
     join,
 )
 from tuner.spec._durations import parse_duration
+from tuner.spec._fields import SECTIONS
 from tuner.spec._frozen import FrozenDict, freeze
 from tuner.spec._limits import CAMPAIGN, MIN_REDUCTION_FACTOR, RESOURCE_UNIT, SIZES
 from tuner.spec._objectives import (
@@ -41,26 +42,8 @@ from tuner.spec._tracking import parse_tracking
 from tuner.spec._trainable import check_trainable_ref, resolve_trainable
 from tuner.spec._warm_start import parse_warm_start
 
-_TOP_KEYS = (
-    "name",
-    "description",
-    "trainable",
-    "metric",
-    "mode",
-    "space",
-    "budget",
-    "scheduler",
-    "sampler",
-    "resources",
-    "checkpoint",
-    "failure",
-    "pricing",
-    "fixed",
-    "study_storage",
-    "warm_start",
-    "tracking",
-)
-_REQUIRED = ("name", "trainable", "metric", "mode", "space", "budget")
+_TOP_KEYS = SECTIONS[""].allowed
+_REQUIRED = SECTIONS[""].required
 # Samplers with a random start-up phase before the model kicks in.
 _STARTUP_SAMPLERS = (SamplerType.TPE, SamplerType.GP, SamplerType.CMAES, SamplerType.NSGA2)
 
@@ -157,22 +140,21 @@ def _parse(ck: Checker, data: Any) -> CampaignSpec:
     return CampaignSpec(**parts, source=ck.source)
 
 
-def _section(
-    ck: Checker, value: Any, path: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()
-) -> Mapping[str, Any]:
-    """An optional section; a bare string ``x`` is shorthand for ``{type: x}``."""
+def _section(ck: Checker, value: Any, path: str) -> Mapping[str, Any]:
+    """The section at ``path``, its keys checked against :data:`SECTIONS`; a bare string
+    ``x`` is shorthand for ``{type: x}`` where the section allows it."""
+    shape = SECTIONS[path]
     if value is None:
         value = {}
-    elif isinstance(value, str) and "type" in allowed:
-        value = {"type": value}
+    elif isinstance(value, str) and shape.shorthand is not None:
+        value = {shape.shorthand: value}
     section = ck.mapping(value, path)
-    ck.keys(section, path, allowed, required)
+    ck.keys(section, path, shape.allowed, shape.required)
     return section
 
 
 def _parse_budget(ck: Checker, value: Any) -> Budget:
-    allowed = ("trials", "max_epochs", "time_limit", "usd", "gpu_hours", "deadline", "goal")
-    section = _section(ck, value, "budget", allowed, required=("trials", "max_epochs"))
+    section = _section(ck, value, "budget")
 
     def duration(key: str) -> float | None:
         raw = section.get(key)
@@ -224,7 +206,7 @@ def _parse_budget(ck: Checker, value: Any) -> Budget:
 
 
 def _parse_pricing(ck: Checker, value: Any) -> Pricing:
-    section = _section(ck, value, "pricing", ("node_usd_per_hour", "catalog", "spot"))
+    section = _section(ck, value, "pricing")
     each = ck.group()
     with each:
         path = "pricing.node_usd_per_hour"
@@ -241,7 +223,7 @@ def _parse_pricing(ck: Checker, value: Any) -> Pricing:
 def _parse_scheduler(ck: Checker, value: Any, budget: Budget | None) -> SchedulerSpec:
     """The scheduler; ``budget`` None (it failed its own checks) skips the checks against it."""
     path = "scheduler"
-    section = _section(ck, value, path, ("type", "grace_period", "reduction_factor", "min_peers"))
+    section = _section(ck, value, path)
     kind = ck.enum(section.get("type", "asha"), "scheduler.type", SchedulerType, "scheduler")
     if kind is SchedulerType.FIFO:
         each = ck.group()
@@ -292,7 +274,7 @@ def _parse_scheduler(ck: Checker, value: Any, budget: Budget | None) -> Schedule
 
 def _parse_sampler(ck: Checker, value: Any, space: Space | None) -> SamplerSpec:
     """The sampler; ``space`` None (it failed its own checks) skips the grid's check of it."""
-    section = _section(ck, value, "sampler", ("type", "seed", "startup_trials"))
+    section = _section(ck, value, "sampler")
     kind = ck.enum(section.get("type", "tpe"), "sampler.type", SamplerType, "sampler")
     each = ck.group()
     with each:
@@ -369,8 +351,7 @@ def _check_listed_values(ck: Checker, kind: SamplerType, space: Space) -> None:
 
 
 def _parse_resources(ck: Checker, value: Any) -> Resources:
-    allowed = ("cpu", "gpu", "max_concurrent", "workers", "pending_warning")
-    section = _section(ck, value, "resources", allowed)
+    section = _section(ck, value, "resources")
     each = ck.group()
     with each:
         gpu = ck.number(section.get("gpu", 0), "resources.gpu", limit=CAMPAIGN["resources.gpu"])
@@ -421,7 +402,7 @@ def _check_resource_unit(ck: Checker, value: float, path: str) -> None:
 
 
 def _parse_checkpoint(ck: Checker, value: Any) -> CheckpointPolicy:
-    section = _section(ck, value, "checkpoint", ("every", "keep"))
+    section = _section(ck, value, "checkpoint")
     each = ck.group()
     with each:
         every = ck.integer(
@@ -436,7 +417,7 @@ def _parse_checkpoint(ck: Checker, value: Any) -> CheckpointPolicy:
 
 
 def _parse_failure(ck: Checker, value: Any) -> FailurePolicy:
-    section = _section(ck, value, "failure", ("max_retries", "max_failed_trials"))
+    section = _section(ck, value, "failure")
     each = ck.group()
     with each:
         limit = section.get("max_failed_trials")

@@ -11,6 +11,7 @@ from typing import Any
 
 from tuner.errors import closest
 from tuner.spec._checks import RESERVED_PREFIX, Checker, Skipped, join
+from tuner.spec._fields import PARAM_KEYS
 from tuner.spec._frozen import freeze
 from tuner.spec._limits import CAMPAIGN, SIZES
 from tuner.spec._params import (
@@ -26,12 +27,7 @@ from tuner.spec._params import (
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SCALAR_TYPES = (str, int, float, bool, type(None))
 
-_KEYS: dict[str, tuple[str, ...]] = {
-    "float": ("type", "low", "high", "log", "step", "when"),
-    "int": ("type", "low", "high", "log", "step", "when"),
-    "categorical": ("type", "choices", "when"),
-    "fixed": ("type", "value", "when"),
-}
+_KEYS = PARAM_KEYS
 # Range ends and steps of int and float parameters.
 _BOUND = CAMPAIGN["space.*.low"]
 _STEP = CAMPAIGN["space.*.step"]

@@ -12,14 +12,15 @@ from typing import Any
 
 from tuner.rundir import check_study_storage
 from tuner.spec._checks import Checker
-from tuner.spec._limits import TRIALS, Limit
+from tuner.spec._fields import SECTIONS
+from tuner.spec._limits import WARM_START_TOP
 
 __all__ = ["DEFAULT_TOP", "WarmStart", "parse_warm_start"]
 
 DEFAULT_TOP = 3
 """How many of the source's best configurations are tried first, unless ``top`` says."""
 
-TOP = Limit("int", 0, TRIALS.high, "it is at most budget.trials")
+TOP = WARM_START_TOP
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def parse_warm_start(ck: Checker, value: Any, trials: int | None) -> WarmStart:
         fix="write warm_start: {from: runs/<earlier campaign>, top: 3}, or "
         "{from: {storage: URL, study: NAME}}",
     )
-    ck.keys(section, "warm_start", ("from", "top"), ("from",))
+    ck.keys(section, "warm_start", SECTIONS["warm_start"].allowed, SECTIONS["warm_start"].required)
     source = ck.required(section, "from")
     top = DEFAULT_TOP
     if "top" in section:
@@ -92,7 +93,8 @@ def parse_warm_start(ck: Checker, value: Any, trials: int | None) -> WarmStart:
         "warm_start.from",
         fix="a run folder (runs/<name>), or {storage: URL, study: NAME}",
     )
-    ck.keys(where, "warm_start.from", ("storage", "study"), ("storage", "study"))
+    shape = SECTIONS["warm_start.from"]
+    ck.keys(where, "warm_start.from", shape.allowed, shape.required)
     url = check_study_storage(
         ck.string(ck.required(where, "storage"), "warm_start.from.storage"),
         source=ck.source,
