@@ -24,6 +24,7 @@ from tuner.cli.run import (
     campaign_exit_code,
     run_from_args,
 )
+from tuner.cli.schema import add_schema_command
 from tuner.cli.service import (
     add_list_command,
     add_logs_command,
@@ -63,6 +64,7 @@ examples:
   tuner recommend --budget-usd 50             rank GPU instance types, default campaign
   tuner recommend my_campaign.yaml --budget-usd 200 --deadline 6h --profile runs/my-run
   tuner predict --from A100-SXM4-40GB --to H100-SXM5 --precision amp --samples-per-s 1200
+  tuner schema > campaign.schema.json         the campaign file's JSON Schema (editors)
 
 exit status:
   0  done: the campaign finished, or its own budget, deadline or time limit ended it
@@ -97,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_profile_command(sub)
     add_recommend_command(sub)
     add_predict_command(sub)
+    add_schema_command(sub)
     return parser
 
 

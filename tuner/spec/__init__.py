@@ -37,6 +37,7 @@ from tuner.spec._params import (
     Space,
 )
 from tuner.spec._parse import parse_campaign
+from tuner.spec._schema import campaign_schema
 from tuner.spec._tracking import MlflowTracking, Tracking, WandbMode, WandbTracking
 from tuner.spec._trainable import resolve_trainable
 from tuner.spec._warm_start import WarmStart
@@ -69,6 +70,7 @@ __all__ = [
     "WandbMode",
     "WandbTracking",
     "WarmStart",
+    "campaign_schema",
     "format_duration",
     "load_campaign",
     "load_config_file",

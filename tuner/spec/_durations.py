@@ -12,6 +12,12 @@ from tuner.spec._limits import DURATION, Limit
 _UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([dhms])")
 _WHOLE = re.compile(r"(?:\s*(?:\d+(?:\.\d*)?|\.\d+)\s*[dhms])+\s*")
+# A duration as a JSON Schema pattern (tuner.spec._schema): a number, or units as _WHOLE
+# reads them (any case, surrounding spaces).
+_NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+DURATION_PATTERN = (
+    r"^\s*(?:" + _NUMBER + "|" + _WHOLE.pattern.replace("[dhms]", "[dhmsDHMS]") + r")\s*$"
+)
 _ALLOWED = "seconds as a number, or a string like '90s', '10m', '2h', '1h30m', '1.5h'"
 
 

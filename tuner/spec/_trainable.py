@@ -9,7 +9,8 @@ from typing import Any
 
 from tuner.errors import SpecError, closest
 
-_REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+TRAINABLE_REF = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*"
+_REF = re.compile(TRAINABLE_REF)
 _IMPORTABLE_FIX = (
     "make sure the module is importable from where tuner runs "
     "(installed, or its folder on PYTHONPATH)"
