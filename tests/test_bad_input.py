@@ -796,7 +796,7 @@ ROWS: list[tuple[str, str, Any, str]] = [
         Cli(["rnu"]),
         "tuner: error: argument COMMAND: invalid choice: 'rnu' (choose from 'run', 'resume', "
         "'show', 'submit', 'list', 'status', 'logs', 'stop', 'report', 'profile', 'recommend', "
-        "'predict')",
+        "'predict', 'schema')",
     ),
     (
         "resume_missing_folder",
