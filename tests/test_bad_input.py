@@ -194,7 +194,7 @@ ROWS: list[tuple[str, str, Any, str]] = [
         CAMPAIGN + "sampelr: tpe\n",
         "{path}: sampelr: unknown key (allowed name, description, trainable, metric, mode, "
         "space, budget, scheduler, sampler, resources, checkpoint, failure, pricing, fixed, "
-        "study_storage, warm_start) Did you mean 'sampler'?",
+        "study_storage, warm_start, tracking) Did you mean 'sampler'?",
     ),
     (
         "missing_metric",
@@ -795,8 +795,8 @@ ROWS: list[tuple[str, str, Any, str]] = [
         "cli",
         Cli(["rnu"]),
         "tuner: error: argument COMMAND: invalid choice: 'rnu' (choose from 'run', 'resume', "
-        "'show', 'submit', 'list', 'status', 'logs', 'stop', 'report', 'profile', 'recommend', "
-        "'predict', 'schema')",
+        "'show', 'submit', 'list', 'status', 'logs', 'stop', 'report', 'dashboard', 'profile', "
+        "'recommend', 'predict', 'schema')",
     ),
     (
         "resume_missing_folder",

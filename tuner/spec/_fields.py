@@ -102,6 +102,7 @@ _TOP = Section(
         "fixed": Field("fixed", description="settings every trial gets as they are"),
         "study_storage": Field("text", description="an Optuna storage URL shared by campaigns"),
         "warm_start": Field("section"),
+        "tracking": Field("section"),
     },
     required=("name", "trainable", "metric", "mode", "space", "budget"),
     optional=False,
@@ -175,6 +176,29 @@ SECTIONS: Mapping[str, Section] = MappingProxyType(
             required=("from",),
             shorthand="from",
             description="start from the best configurations of an earlier campaign",
+        ),
+        "tracking": Section(
+            {"mlflow": Field("section"), "wandb": Field("section")},
+            description="the experiment trackers each trial is logged to (MLflow, W&B)",
+        ),
+        "tracking.mlflow": Section(
+            {
+                "tracking_uri": Field(
+                    "text", description="MLflow's store (default: the run folder's mlflow.db)"
+                ),
+                "experiment": Field("text", description="default: the campaign's name"),
+            },
+            description="an MLflow parent run for the campaign, a child run per trial",
+        ),
+        "tracking.wandb": Section(
+            {
+                "project": Field("text"),
+                "mode": Field("choice", ("online", "offline")),
+                "group": Field("text"),
+                "dir": Field("text"),
+            },
+            required=("project",),
+            description="a W&B run per trial (offline: files in the run folder only)",
         ),
         "warm_start.from": Section(
             {"storage": Field("text"), "study": Field("text")},

@@ -13,6 +13,7 @@ from enum import Enum
 from typing import Any
 
 from tuner.spec._checks import Checker
+from tuner.spec._fields import SECTIONS
 
 __all__ = [
     "MlflowTracking",
@@ -128,7 +129,7 @@ def _parse_mlflow(ck: Checker, value: Any) -> MlflowTracking:
         path,
         fix="write tracking: {mlflow: {tracking_uri: sqlite:///mlflow.db, experiment: NAME}}",
     )
-    ck.keys(section, path, ("tracking_uri", "experiment"))
+    ck.keys(section, path, SECTIONS["tracking.mlflow"].allowed)
     each = ck.group()
     with each:
         raw = section.get("tracking_uri")
@@ -143,7 +144,8 @@ def _parse_mlflow(ck: Checker, value: Any) -> MlflowTracking:
 def _parse_wandb(ck: Checker, value: Any) -> WandbTracking:
     path = "tracking.wandb"
     section = ck.mapping(value, path, fix="write tracking: {wandb: {project: NAME, mode: offline}}")
-    ck.keys(section, path, ("project", "mode", "group", "dir"), ("project",))
+    shape = SECTIONS["tracking.wandb"]
+    ck.keys(section, path, shape.allowed, shape.required)
     each = ck.group()
     with each:
         project = ck.string(ck.required(section, "project"), f"{path}.project")
@@ -174,7 +176,7 @@ def parse_tracking(ck: Checker, value: Any) -> Tracking:
         fix="write tracking: {mlflow: {tracking_uri: URI, experiment: NAME}} and/or "
         "{wandb: {project: NAME, mode: offline}}",
     )
-    ck.keys(section, "tracking", ("mlflow", "wandb"))
+    ck.keys(section, "tracking", SECTIONS["tracking"].allowed)
     each = ck.group()
     mlflow = wandb = None
     with each:
