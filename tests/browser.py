@@ -8,6 +8,7 @@ machine does not have.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -47,6 +48,17 @@ def _run(page: Path, *extra: str) -> subprocess.CompletedProcess[str]:
 def dump_dom(page: Path) -> str:
     """The DOM Chromium built from ``page``, serialized."""
     return _run(page, "--dump-dom").stdout
+
+
+# Chromium's log line for each console message of the page (any level) and uncaught error.
+_CONSOLE = re.compile(r':CONSOLE(?::\d+)?\] "(.*)", source: ')
+
+
+def dump_dom_and_console(page: Path) -> tuple[str, list[str]]:
+    """The DOM Chromium built from ``page``, and every console message and uncaught error
+    the page produced on the way, as Chromium logged them."""
+    done = _run(page, "--enable-logging=stderr", "--v=0", "--dump-dom")
+    return done.stdout, _CONSOLE.findall(done.stderr)
 
 
 def screenshot(page: Path, out: Path, *, width: int = 1200, height: int = 1600) -> Path:

@@ -1,6 +1,7 @@
-"""Reports: a campaign's ``report.json``, ``report.md`` (plots beside it) and self-contained
-``report.html``, from a run folder alone (see :func:`write_report`); and a recommendation's
-``recommend.md``, ``recommend.html`` and ``recommend.json`` (see :func:`write_recommendation`).
+"""Reports: a campaign's ``report.json``, ``report.md`` (PNG plots beside it) and one
+self-contained, interactive ``report.html`` (plotly), from a run folder alone (see
+:func:`write_report`); and a recommendation's ``recommend.md``, ``recommend.html`` and
+``recommend.json`` (see :func:`write_recommendation`).
 """
 
 from __future__ import annotations
@@ -10,8 +11,12 @@ from pathlib import Path
 
 from tuner import atomic
 from tuner.report._collect import collect, outcome_of, rungs, spend_series
+from tuner.report._html import html_page
+from tuner.report._importance import rung_importances
+from tuner.report._plotly import figures
 from tuner.report._recommendation import write_recommendation
-from tuner.report._render import PLOTS, html_page, markdown, plots
+from tuner.report._render import COLORS, PLOTS, markdown, plots, predicted_rows
+from tuner.study import campaign_trials, open_study
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
@@ -26,7 +31,9 @@ def _write(path: Path, data: bytes) -> None:
 
 def write_report(run_dir: Path) -> dict[str, Path]:
     """Writes the report of the campaign in ``run_dir``; returns the files by kind."""
-    report = collect(run_dir)
+    study = open_study(run_dir)
+    report = collect(run_dir, study)
+    figs = figures(report, campaign_trials(study), predicted=predicted_rows(report), colors=COLORS)
     pngs = plots(report)
     images = run_dir / PLOTS_DIR
     images.mkdir(exist_ok=True)
@@ -40,7 +47,7 @@ def write_report(run_dir: Path) -> dict[str, Path]:
     }
     _write(out["json"], (json.dumps(report, indent=1, default=str) + "\n").encode())
     _write(out["markdown"], markdown(report, names).encode())
-    _write(out["html"], html_page(report, pngs).encode())
+    _write(out["html"], html_page(report, figs).encode())
     return out
 
 
@@ -51,6 +58,7 @@ __all__ = [
     "REPORT_MD",
     "collect",
     "outcome_of",
+    "rung_importances",
     "rungs",
     "spend_series",
     "write_recommendation",

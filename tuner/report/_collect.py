@@ -19,6 +19,7 @@ from typing import Any
 import optuna
 import yaml
 
+from tuner.report._importance import rung_importances
 from tuner.report._pareto import objectives_of, pareto_data
 from tuner.standings import Standings
 from tuner.study import campaign_trials, open_study
@@ -188,13 +189,14 @@ def _row(row: TrialRow) -> dict[str, Any]:
     }
 
 
-def collect(run_dir: Path) -> dict[str, Any]:
-    """Everything the report shows, as a JSON-able dict (``report.json``)."""
+def collect(run_dir: Path, study: optuna.Study | None = None) -> dict[str, Any]:
+    """Everything the report shows, as a JSON-able dict (``report.json``); ``study`` is the
+    run's (opened here when not given)."""
     campaign = yaml.safe_load((run_dir / "campaign.yaml").read_text())
     objectives = objectives_of(campaign)
     metric, mode = objectives[0]  # the primary objective: best, top, history and curves
     maximize = mode == "max"
-    study = open_study(run_dir)
+    study = open_study(run_dir) if study is None else study
     rows = load_rows(study)
     ranked = [r for r in rank(rows, maximize=maximize) if r.value is not None]
     ledger = _read_json(run_dir / "ledger.json")
@@ -237,6 +239,9 @@ def collect(run_dir: Path) -> dict[str, Any]:
             if r.intermediate
         },
         "importances": importances(study),
+        "rung_importances": rung_importances(
+            campaign_trials(study), rungs(campaign), int(campaign["budget"]["max_epochs"])
+        ),
         "outcomes": {k: counts[k] for k in (*OUTCOMES, "running") if counts[k]},
         "outcome_reasons": {k: dict(v.most_common(5)) for k, v in reasons.items()},
         "spend": {

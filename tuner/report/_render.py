@@ -1,13 +1,10 @@
-"""Renders a collected report as Markdown and as one self-contained HTML page.
-
-The plots are matplotlib PNGs: inlined as base64 ``data:`` URIs in the HTML (it opens
-offline, from anywhere), and written beside ``report.md`` for the Markdown.
+"""Renders a collected report as Markdown with matplotlib PNGs (written beside
+``report.md``, for places without JavaScript), and the headline and tables that the HTML
+page (:mod:`tuner.report._html`) shows too.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import io
 from collections.abc import Callable
 from typing import Any
@@ -37,7 +34,7 @@ PLOTS = ("history", "curves", "importances", "spend", "predicted", "gpu", "outco
 TITLES = {
     "history": "Optimization history",
     "curves": "Learning curves (ASHA rungs dashed)",
-    "importances": "Hyperparameter importances",
+    "importances": "Hyperparameter importances per rung",
     "spend": "Spend over time",
     "predicted": "Predicted vs actual",
     "gpu": "GPU utilization per trial",
@@ -96,16 +93,32 @@ def _curves(r: dict[str, Any]) -> Figure:
 
 
 def _importances(r: dict[str, Any]) -> Figure:
+    """Grouped bars: one group per parameter, one bar per rung that has importances."""
     fig, ax = plt.subplots(figsize=(6, 3.2))
-    values = r["importances"]["values"]
-    if values:
-        names = list(values)[::-1]
-        ax.barh(names, [values[n] for n in names], color=COLORS["completed"])
-        ax.set_xlabel("share of variance (fANOVA)")
+    rungs = [rung for rung in r["rung_importances"]["rungs"] if rung["values"]]
+    if rungs:
+        names = list(rungs[-1]["values"])
+        width = 0.8 / len(rungs)
+        for i, rung in enumerate(rungs):
+            ax.bar(
+                [j + i * width for j in range(len(names))],
+                [rung["values"].get(n, 0.0) for n in names],
+                width,
+                label=f"epoch {rung['epoch']} ({rung['trials']} trials)",
+            )
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(names))], names, fontsize=7)
+        ax.set_ylabel("share of variance (fANOVA)")
+        ax.legend(fontsize=7)
     else:
-        ax.text(0.5, 0.5, r["importances"]["note"], ha="center", va="center")
+        notes = [rung["note"] for rung in r["rung_importances"]["rungs"]]
+        ax.text(0.5, 0.5, "\n".join(notes) or "no rung", ha="center", va="center", fontsize=8)
         ax.set_axis_off()
     return fig
+
+
+def rung_notes(r: dict[str, Any]) -> list[str]:
+    """One line per rung: the trials its importances are over, or why it has none."""
+    return [f"epoch {rung['epoch']}: {rung['note']}" for rung in r["rung_importances"]["rungs"]]
 
 
 def _spend(r: dict[str, Any]) -> Figure:
@@ -194,7 +207,7 @@ def _fmt(value: Any) -> str:
     return cell(value, 4)  # the report's precision
 
 
-def _headline(r: dict[str, Any]) -> list[str]:
+def headline(r: dict[str, Any]) -> list[str]:
     best = r["best"]
     lines = [
         f"Status: {r['status'] or '-'}; {r['trials']} trials, {r['epochs_consumed']} epochs.",
@@ -251,7 +264,7 @@ def tables(r: dict[str, Any]) -> dict[str, list[list[str]]]:
 
 def markdown(r: dict[str, Any], image_names: dict[str, str]) -> str:
     """The report as Markdown; ``image_names`` maps plot names to their file names."""
-    out = [f"# Campaign report: {r['campaign']}", "", *_headline(r), ""]
+    out = [f"# Campaign report: {r['campaign']}", "", *headline(r), ""]
     t = tables(r)
     for title, key in (("Best configuration", "best"), ("Top trials", "top")):
         out += [f"## {title}", "", *_md_table(t[key]), ""]
@@ -263,6 +276,8 @@ def markdown(r: dict[str, Any], image_names: dict[str, str]) -> str:
             out += [*_md_table(t["outcomes"]), ""]
         if name == "predicted":
             out += [*_md_table(t["predicted"]), ""]
+        if name == "importances":
+            out += [*(f"- {line}" for line in rung_notes(r)), ""]
     return "\n".join(out)
 
 
@@ -273,46 +288,3 @@ def _md_table(rows: list[list[str]]) -> list[str]:
         "|" + "---|" * len(head),
         *("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body),
     ]
-
-
-def _html_table(rows: list[list[str]], table_id: str) -> str:
-    head, *body = rows
-    th = "".join(f"<th>{html.escape(c)}</th>" for c in head)
-    trs = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in body
-    )
-    return f'<table id="{table_id}"><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>'
-
-
-_CSS = (
-    "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
-    "table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
-    "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
-    ".grid{display:grid;grid-template-columns:1fr 1fr;gap:1em}"
-    "figure{margin:0}img{max-width:100%}"
-)
-
-
-def html_page(r: dict[str, Any], pngs: dict[str, bytes]) -> str:
-    """The report as one HTML page with every plot inlined (opens offline)."""
-    t = tables(r)
-    figures = []
-    for name in plot_names(r):
-        data = base64.b64encode(pngs[name]).decode("ascii")
-        extra = ""
-        if name in ("outcomes", "predicted", "pareto"):
-            extra = _html_table(t[name], f"table-{name}")
-        figures.append(
-            f'<figure id="plot-{name}"><figcaption><b>{html.escape(TITLES[name])}</b>'
-            f'</figcaption><img alt="{html.escape(TITLES[name])}" '
-            f'src="data:image/png;base64,{data}">{extra}</figure>'
-        )
-    head = "".join(f"<p>{html.escape(line)}</p>" for line in _headline(r))
-    return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>tuner report: {html.escape(r['campaign'])}</title><style>{_CSS}</style>"
-        f"</head><body><h1>Campaign report: {html.escape(r['campaign'])}</h1>{head}"
-        f"<h2>Best configuration</h2>{_html_table(t['best'], 'table-best')}"
-        f"<h2>Top trials</h2>{_html_table(t['top'], 'table-top')}"
-        f"<div class='grid'>{''.join(figures)}</div></body></html>"
-    )

@@ -1,21 +1,23 @@
 """The report of a real (small) campaign: content, figures against the study and ledger,
-and the HTML page as headless Chromium renders it."""
+and the interactive HTML page as headless Chromium renders it."""
 
 from __future__ import annotations
 
 import html
 import io
 import json
+import math
 import re
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import optuna
+import plotly.offline
 import pytest
 from PIL import Image
 
-from tests.browser import dump_dom, needs_chromium, screenshot
+from tests.browser import dump_dom_and_console, needs_chromium, screenshot
 from tests.conftest import tiny_digits_campaign
 from tuner import rundir
 from tuner._ray.cluster import RayOptions
@@ -103,6 +105,18 @@ def test_campaign_writes_its_report_and_the_figures_match_study_and_ledger(run_d
     else:
         assert report["importances"]["note"] == f"{states['COMPLETE']} completed trials: too few"
     assert report["gpu"] == {}  # CPU trials: no telemetry
+    # Importances at each rung and at max_epochs, over every trial that reached the epoch.
+    per_rung = report["rung_importances"]["rungs"]
+    assert [r["epoch"] for r in per_rung] == [1, 2, 4]
+    for rung in per_rung:
+        reached = [
+            t
+            for t in study.trials
+            if math.isfinite(t.intermediate_values.get(rung["epoch"], math.nan))
+        ]
+        assert rung["trials"] == len(reached), rung
+        assert bool(rung["values"]) == (len(reached) >= 3), rung
+    assert per_rung[0]["trials"] == 8
 
     md = (run_dir / "report.md").read_text()
     assert f"trial {report['best']['trial']}" in md
@@ -125,33 +139,41 @@ def test_campaign_writes_its_report_and_the_figures_match_study_and_ledger(run_d
 
 def test_report_html_is_self_contained(run_dir: Path) -> None:
     page = (run_dir / "report.html").read_text()
-    figures = re.findall(r'<figure id="plot-(\w+)">.*?<img [^>]*src="data:image/png;base64,', page)
-    assert figures == list(PLOTS)
-    assert "http://" not in page and "https://" not in page  # nothing fetched: opens offline
+    # plotly.js once, in <head>; every figure a <div> of its own data; nothing fetched.
+    assert page.count(plotly.offline.get_plotlyjs()) == 1
+    assert page.index(plotly.offline.get_plotlyjs()) < page.index("</head>")
+    assert not re.search(r"<(script|img|link|iframe)[^>]+(src|href)=", page)
+    assert re.findall(r'<figure id="figure-(history|importances|outcomes)"', page) == [
+        "history",
+        "importances",
+        "outcomes",
+    ]
 
 
-# Appended to a copy of report.html: once the page has loaded, the state of each figure's
-# <img> as Chromium decoded it (naturalWidth 0 is a broken image), and a position-weighted
-# checksum of its RGB pixels drawn on a canvas, written into the DOM that --dump-dom prints.
+# Appended to a copy of report.html: once the page has loaded, for each plot <div>, whether
+# plotly.js drew it (its class and an <svg>), the data points of its traces, and the marks
+# it drew for them (markers, bars, lines, contour paths), written into the DOM that
+# --dump-dom prints.
 _PROBE = """<script>
 window.addEventListener("load", () => {
   const out = {};
-  for (const figure of document.querySelectorAll("figure")) {
-    const img = figure.querySelector("img");
-    const canvas = document.createElement("canvas");
-    canvas.width = img.naturalWidth;
-    canvas.height = img.naturalHeight;
-    let sum = 0;
-    if (img.naturalWidth > 0) {
-      const ctx = canvas.getContext("2d");
-      ctx.drawImage(img, 0, 0);
-      const d = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
-      for (let i = 0; i < d.length; i++) {
-        if (i % 4 !== 3) sum = (sum + d[i] * ((i % 65521) + 1)) % 2147483647;
-      }
+  for (const el of document.querySelectorAll(".plotly-graph-div")) {
+    let points = 0;
+    // _fullData: the traces as plotly.js drew them (numpy arrays arrive as base64 specs
+    // in .data and are decoded to typed arrays there).
+    for (const t of el._fullData || []) {
+      const sizes = ["x", "y", "z", "values"].map((k) => (t[k] ? t[k].length : 0));
+      for (const d of t.dimensions || []) sizes.push(d.values ? d.values.length : 0);
+      points += Math.max(0, ...sizes);
     }
-    out[figure.id] = {complete: img.complete, width: img.naturalWidth,
-                      height: img.naturalHeight, checksum: sum};
+    const marks = el.querySelectorAll(
+      ".scatterlayer .point, .barlayer .point, .scatterlayer .js-line, .contourlayer path"
+    ).length;
+    out[el.id] = {
+      drawn: el.classList.contains("js-plotly-plot") && el.querySelector(".main-svg") !== null,
+      points: points,
+      marks: marks,
+    };
   }
   const pre = document.createElement("pre");
   pre.id = "probe";
@@ -161,42 +183,34 @@ window.addEventListener("load", () => {
 </script>"""
 
 
-def _checksum(pixels: np.ndarray) -> int:
-    """_PROBE's checksum of an RGBA image: RGB bytes weighted by their RGBA index."""
-    flat = pixels.astype(np.int64).reshape(-1)
-    weights = np.arange(flat.size, dtype=np.int64) % 65521 + 1
-    keep = np.arange(flat.size) % 4 != 3
-    return int((flat[keep] * weights[keep]).sum() % 2147483647)
-
-
 @needs_chromium
 def test_report_renders_in_headless_chromium_with_every_plot(run_dir: Path, tmp_path: Path) -> None:
+    report = json.loads((run_dir / "report.json").read_text())
     page = tmp_path / "probed.html"
     page.write_text((run_dir / "report.html").read_text().replace("</body>", _PROBE + "</body>"))
-    dom = dump_dom(page)
-    for name in PLOTS:
-        assert re.search(rf'<figure id="plot-{name}">.*?<img ', dom, re.S), name
+    dom, console = dump_dom_and_console(page)
+    assert console == []  # no error, warning or message of any kind
     probe = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
     assert probe is not None, "the probe script did not run"
     seen = json.loads(html.unescape(probe.group(1)))
-    assert list(seen) == [f"plot-{name}" for name in PLOTS]
-    for name in PLOTS:
-        img = seen[f"plot-{name}"]
-        rgba = np.asarray(Image.open(run_dir / "report_plots" / f"{name}.png").convert("RGBA"))
-        # Loaded, and showing exactly the plot's pixels (the PNG written beside report.md).
-        assert img["complete"] and img["width"] > 0, (name, img)
-        assert (img["height"], img["width"]) == rgba.shape[:2], (name, img)
-        assert img["checksum"] == _checksum(rgba), name
+    # Every plot on the page is drawn and has data points, each with a mark on screen.
+    for name, plot in seen.items():
+        assert plot["drawn"] and plot["points"] > 0 and plot["marks"] > 0, (name, plot)
+    # The figures this campaign has data for are plots; the others are notes saying why.
+    drawn = {name.removeprefix("plot-") for name in seen}
+    notes = set(re.findall(r'<figure id="figure-([\w-]+)" class="[^"]*"><p class="note">', dom))
+    assert drawn.isdisjoint(notes)
+    always = {"intermediate", "importances", "spend", "predicted", "outcomes"}
+    if report["outcomes"].get("completed"):
+        always |= {"history", "edf", "parallel", "slice"}
+    assert always <= drawn, (drawn, notes)
+    assert "gpu" in notes  # CPU trials: no telemetry
+    assert {"history", "edf", "parallel", "slice", *always, "gpu"} <= drawn | notes
 
-    # And on screen: the page's screenshot has the outcome bars' colours, at least as many
-    # pixels of each as the outcomes plot alone (the images are shown unscaled).
-    shot = _pixels(screenshot(run_dir / "report.html", tmp_path / "report.png", height=2400))
-    outcomes = _pixels(run_dir / "report_plots" / "outcomes.png")
-    report = json.loads((run_dir / "report.json").read_text())
+    # And on screen: the outcome bars in their colours (plotly fills bars with exactly it).
+    shot = _pixels(screenshot(run_dir / "report.html", tmp_path / "report.png", height=5000))
     for outcome in report["outcomes"]:
-        colour = _rgb(COLORS[outcome])
-        in_plot = int((outcomes == colour).all(axis=2).sum())
-        assert in_plot > 0 and (shot == colour).all(axis=2).sum() >= in_plot, outcome
+        assert (shot == _rgb(COLORS[outcome])).all(axis=2).sum() > 200, outcome
 
 
 def test_tuner_report_cli_rewrites_it(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
