@@ -27,7 +27,6 @@ __all__ = ["Figures", "figures", "points", "trials_view"]
 # name -> a figure with data, or the note shown in its place.
 Figures = dict[str, "go.Figure | str"]
 
-_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 _TOP_PAIRS = 3
 _COMPLETED = "#2a7ab0"
 _OFF_SCALE = 0.05  # spend below this share of the budget: the axis shows the spend
@@ -42,42 +41,42 @@ def _create(**directions: Any) -> optuna.Study:
         optuna.logging.set_verbosity(verbosity)
 
 
+def _state(t: FrozenTrial, n_values: int) -> TrialState:
+    """The trial's state, FAIL for a COMPLETE one without finite values (Optuna's rule)."""
+    ok = t.values is not None and len(t.values) == n_values
+    if t.state == TrialState.COMPLETE and not (ok and all(math.isfinite(v) for v in t.values)):
+        return TrialState.FAIL
+    return t.state
+
+
+def _copy(t: FrozenTrial, state: TrialState, **values: Any) -> FrozenTrial:
+    return optuna.trial.create_trial(
+        state=state,
+        params=t.params,
+        distributions=t.distributions,
+        user_attrs=t.user_attrs,
+        intermediate_values={e: v for e, v in primary_curve(t).items() if math.isfinite(v)},
+        **(values if state == TrialState.COMPLETE else {}),
+    )
+
+
 def trials_view(trials: Sequence[FrozenTrial], mode: str) -> optuna.Study:
-    """A single-objective in-memory study of ``trials`` (the campaign's own, finished):
-    each COMPLETE trial valued by its primary objective, every trial's per-epoch values of
-    it as intermediate values (a multi-objective study keeps them as user attributes)."""
+    """A single-objective in-memory study of ``trials`` (the campaign's own): each COMPLETE
+    trial valued by its primary objective, every trial's per-epoch values of it as
+    intermediate values (a multi-objective study keeps them as user attributes). Trials
+    keep their order, so their numbers are the study's where no warm-start seed was left
+    out."""
     study = _create(direction="maximize" if mode == "max" else "minimize")
     for t in trials:
-        if t.state not in _STATES:
-            continue
-        value = t.values[0] if t.state == TrialState.COMPLETE and t.values else None
-        if t.state == TrialState.COMPLETE and (value is None or not math.isfinite(value)):
-            continue
-        study.add_trial(
-            optuna.trial.create_trial(
-                state=t.state,
-                value=value,
-                params=t.params,
-                distributions=t.distributions,
-                user_attrs=t.user_attrs,
-                intermediate_values={e: v for e, v in primary_curve(t).items() if math.isfinite(v)},
-            )
-        )
+        state = _state(t, len(t.values or [None]))
+        study.add_trial(_copy(t, state, value=t.values[0] if t.values else None))
     return study
 
 
 def _pareto_view(trials: Sequence[FrozenTrial], modes: Sequence[str]) -> optuna.Study:
     study = _create(directions=["maximize" if m == "max" else "minimize" for m in modes])
-    study.add_trials(
-        [
-            t
-            for t in trials
-            if t.state == TrialState.COMPLETE
-            and t.values is not None
-            and len(t.values) == len(modes)
-            and all(math.isfinite(v) for v in t.values)
-        ]
-    )
+    for t in trials:
+        study.add_trial(_copy(t, _state(t, len(modes)), values=t.values))
     return study
 
 
@@ -128,6 +127,7 @@ def _optuna_figures(r: dict[str, Any], view: optuna.Study) -> dict[str, go.Figur
         out["intermediate"].add_vline(x=rung, line_dash="dash", line_width=1)
     out["intermediate"].update_layout(title="Intermediate Values Plot (ASHA rungs dashed)")
     out["intermediate"].update_yaxes(title=metric)
+    out["intermediate"].update_xaxes(title="epoch")
     top = _top_params(r, view)[:_TOP_PAIRS]
     pairs = [(a, b) for i, a in enumerate(top) for b in top[i + 1 :]][:_TOP_PAIRS]
     for a, b in pairs:

@@ -96,6 +96,8 @@ def test_every_figure_has_the_data_it_shows() -> None:
     assert all(not isinstance(f, str) and points(f) > 0 for f in figs.values()), figs
     # Optuna's plots: the completed trials, and every trial's curve with the rungs marked.
     assert sorted(figs["history"].data[0].y) == sorted(t.value for t in trials if t.value)
+    # ... numbered as in the study (the pruned trials between them keep their numbers).
+    assert list(figs["history"].data[0].x) == [i for i, t in enumerate(trials) if t.value]
     curves = [tr for tr in figs["intermediate"].data if tr.mode and "lines" in tr.mode]
     assert len(curves) == len(trials)
     assert [s.x0 for s in figs["intermediate"].layout.shapes] == RUNGS
