@@ -39,9 +39,11 @@ def add_report_command(subparsers: Any) -> None:
         "report",
         help="write the campaign report of a run folder (report.md, report.html, report.json)",
         description="Write the report of a run folder: best trial and its configuration, top "
-        "trials, optimization history, learning curves with the ASHA rungs, hyperparameter "
-        "importances, spend against the budget, predicted vs actual, GPU utilization, and "
-        "trial outcomes. report.html is one self-contained page; report.json the figures.",
+        "trials, Optuna's plots (optimization history, learning curves with the ASHA rungs, "
+        "parallel coordinates, slice, contours, EDF), hyperparameter importances per rung, "
+        "spend against the budget, predicted vs actual, GPU utilization, and trial "
+        "outcomes. report.html is one self-contained interactive page (plotly.js inlined, "
+        "opens offline); report.md the same with PNG plots; report.json the figures.",
     )
     report.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/digits-cnn")
     report.set_defaults(handler=_cmd_report)
