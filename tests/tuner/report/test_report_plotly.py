@@ -175,3 +175,31 @@ def test_a_flat_contour_is_a_note() -> None:
     contours = {n: f for n, f in figs.items() if n.startswith("contour-")}
     assert contours and all(isinstance(f, str) for f in contours.values()), contours
     assert not isinstance(figs["history"], str)
+
+
+def test_a_multi_objective_campaign_gets_optunas_pareto_plot_and_its_primary_curves() -> None:
+    # Per-epoch vectors live in user attributes (tuner.front); the plots use the first.
+    trials = [
+        optuna.trial.create_trial(
+            state=TrialState.COMPLETE if complete else TrialState.PRUNED,
+            values=[acc, size] if complete else None,
+            params={"lr": 1e-3 * (i + 1), "width": 8 + 8 * i, "optimizer": "adam"},
+            distributions=DISTS,
+            user_attrs={"epoch_values.1": [acc - 0.1, size], "epoch_values.2": [acc, size]},
+        )
+        for i, (acc, size, complete) in enumerate(
+            [(0.9, 900.0, True), (0.8, 100.0, True), (0.7, 500.0, True), (0.6, 50.0, False)]
+        )
+    ]
+    objectives = [{"metric": "val_acc", "mode": "max"}, {"metric": "size", "mode": "min"}]
+    figs = _figures(_report(trials, pareto={"objectives": objectives}), trials)
+    assert next(iter(figs)) == "pareto"
+    # Optuna's Pareto plot: the dominated trial 2, then the front (trials 0 and 1), each
+    # point coloured by its trial number.
+    other, front = figs["pareto"].data
+    assert (other.x, other.y, other.marker.color) == ((0.7,), (500.0,), (2,))
+    assert (front.x, front.y, front.marker.color) == ((0.9, 0.8), (900.0, 100.0), (0, 1))
+    curves = [t for t in figs["intermediate"].data if t.mode and "lines" in t.mode]
+    ys = [y for curve in sorted(tuple(c.y) for c in curves) for y in curve]
+    assert ys == pytest.approx([0.5, 0.6, 0.6, 0.7, 0.7, 0.8, 0.8, 0.9])
+    assert sorted(figs["history"].data[0].y) == [0.7, 0.8, 0.9]
