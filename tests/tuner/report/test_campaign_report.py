@@ -3,7 +3,6 @@ and the interactive HTML page as headless Chromium renders it."""
 
 from __future__ import annotations
 
-import html
 import io
 import json
 import math
@@ -17,7 +16,7 @@ import plotly.offline
 import pytest
 from PIL import Image
 
-from tests.browser import dump_dom_and_console, needs_chromium, screenshot
+from tests.browser import needs_chromium, plotly_plots, screenshot
 from tests.conftest import tiny_digits_campaign
 from tuner import rundir
 from tuner._ray.cluster import RayOptions
@@ -150,49 +149,11 @@ def test_report_html_is_self_contained(run_dir: Path) -> None:
     ]
 
 
-# Appended to a copy of report.html: once the page has loaded, for each plot <div>, whether
-# plotly.js drew it (its class and an <svg>), the data points of its traces, and the marks
-# it drew for them (markers, bars, lines, contour paths), written into the DOM that
-# --dump-dom prints.
-_PROBE = """<script>
-window.addEventListener("load", () => {
-  const out = {};
-  for (const el of document.querySelectorAll(".plotly-graph-div")) {
-    let points = 0;
-    // _fullData: the traces as plotly.js drew them (numpy arrays arrive as base64 specs
-    // in .data and are decoded to typed arrays there).
-    for (const t of el._fullData || []) {
-      const sizes = ["x", "y", "z", "values"].map((k) => (t[k] ? t[k].length : 0));
-      for (const d of t.dimensions || []) sizes.push(d.values ? d.values.length : 0);
-      points += Math.max(0, ...sizes);
-    }
-    const marks = el.querySelectorAll(
-      ".scatterlayer .point, .barlayer .point, .scatterlayer .js-line, .contourlayer path"
-    ).length;
-    out[el.id] = {
-      drawn: el.classList.contains("js-plotly-plot") && el.querySelector(".main-svg") !== null,
-      points: points,
-      marks: marks,
-    };
-  }
-  const pre = document.createElement("pre");
-  pre.id = "probe";
-  pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
-});
-</script>"""
-
-
 @needs_chromium
 def test_report_renders_in_headless_chromium_with_every_plot(run_dir: Path, tmp_path: Path) -> None:
     report = json.loads((run_dir / "report.json").read_text())
-    page = tmp_path / "probed.html"
-    page.write_text((run_dir / "report.html").read_text().replace("</body>", _PROBE + "</body>"))
-    dom, console = dump_dom_and_console(page)
+    seen, dom, console = plotly_plots(run_dir / "report.html", tmp_path)
     assert console == []  # no error, warning or message of any kind
-    probe = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
-    assert probe is not None, "the probe script did not run"
-    seen = json.loads(html.unescape(probe.group(1)))
     # Every plot on the page is drawn and has data points, each with a mark on screen.
     for name, plot in seen.items():
         assert plot["drawn"] and plot["points"] > 0 and plot["marks"] > 0, (name, plot)

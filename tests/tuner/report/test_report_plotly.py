@@ -4,6 +4,7 @@ drawn has its data points, a figure without data becomes a note, plotly.js is in
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import optuna
@@ -12,6 +13,7 @@ import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
+from tests.browser import needs_chromium, plotly_plots
 from tuner.report import COLORS, rung_importances
 from tuner.report._html import PLOT_CLASS, html_page
 from tuner.report._plotly import figures, points
@@ -177,9 +179,10 @@ def test_a_flat_contour_is_a_note() -> None:
     assert not isinstance(figs["history"], str)
 
 
-def test_a_multi_objective_campaign_gets_optunas_pareto_plot_and_its_primary_curves() -> None:
-    # Per-epoch vectors live in user attributes (tuner.front); the plots use the first.
-    trials = [
+def _mo_trials() -> list[optuna.trial.FrozenTrial]:
+    """Trials of a two-objective campaign: per-epoch vectors live in user attributes
+    (tuner.front); trials 0 and 1 are the front, 2 is dominated, 3 was pruned."""
+    return [
         optuna.trial.create_trial(
             state=TrialState.COMPLETE if complete else TrialState.PRUNED,
             values=[acc, size] if complete else None,
@@ -191,8 +194,14 @@ def test_a_multi_objective_campaign_gets_optunas_pareto_plot_and_its_primary_cur
             [(0.9, 900.0, True), (0.8, 100.0, True), (0.7, 500.0, True), (0.6, 50.0, False)]
         )
     ]
-    objectives = [{"metric": "val_acc", "mode": "max"}, {"metric": "size", "mode": "min"}]
-    figs = _figures(_report(trials, pareto={"objectives": objectives}), trials)
+
+
+MO = {"objectives": [{"metric": "val_acc", "mode": "max"}, {"metric": "size", "mode": "min"}]}
+
+
+def test_a_multi_objective_campaign_gets_optunas_pareto_plot_and_its_primary_curves() -> None:
+    trials = _mo_trials()
+    figs = _figures(_report(trials, pareto=MO), trials)
     assert next(iter(figs)) == "pareto"
     # Optuna's Pareto plot: the dominated trial 2, then the front (trials 0 and 1), each
     # point coloured by its trial number.
@@ -203,3 +212,21 @@ def test_a_multi_objective_campaign_gets_optunas_pareto_plot_and_its_primary_cur
     ys = [y for curve in sorted(tuple(c.y) for c in curves) for y in curve]
     assert ys == pytest.approx([0.5, 0.6, 0.6, 0.7, 0.7, 0.8, 0.8, 0.9])
     assert sorted(figs["history"].data[0].y) == [0.7, 0.8, 0.9]
+
+
+@needs_chromium
+def test_the_page_draws_every_plot_in_headless_chromium(tmp_path: Path) -> None:
+    # The page of a synthetic multi-objective campaign (no Ray): Chromium logs nothing, and
+    # every plot is drawn with data points and a mark for them; the Pareto plot has the
+    # three completed trials and the importances one bar group per rung.
+    trials = _mo_trials()
+    r = _report(trials, pareto=MO, rung_importances=rung_importances(trials, [1], 2))
+    r["pareto"]["front"] = []  # pareto_table's input; the page's table of it
+    page = tmp_path / "report.html"
+    page.write_text(html_page(r, _figures(r, trials)))
+    plots, _, console = plotly_plots(page, tmp_path)
+    assert console == []
+    assert list(plots)[:2] == ["plot-pareto", "plot-history"]
+    for name, plot in plots.items():
+        assert plot["drawn"] and plot["points"] > 0 and plot["marks"] > 0, (name, plot)
+    assert plots["plot-pareto"]["points"] == 3
