@@ -53,24 +53,41 @@ def records(path: Path) -> Iterator[Any]:
             yield record
 
 
+def _key(item: Any) -> str:
+    return item.key or "/".join(item.nested_key)
+
+
 def read_run(path: Path) -> dict[str, Any]:
-    """An offline run as plain data: its run record's id, project and group, its config
-    (the run's own then every update, in order) and its history rows."""
-    run: dict[str, Any] = {"config": {}, "history": []}
+    """An offline run as plain data: its run record's id, project, group, job type and name,
+    its config (the run's own then every update, in order), its history rows, its summary
+    (every update, in order) and its artifacts (name, type and each file's path in the
+    artifact -> the local file W&B recorded for it, with its digest)."""
+    run: dict[str, Any] = {"config": {}, "history": [], "summary": {}, "artifacts": []}
     for record in records(path):
         kind = record.WhichOneof("record_type")
         if kind == "run":
             run |= {"id": record.run.run_id, "project": record.run.project}
-            run["group"] = record.run.run_group
+            run |= {"group": record.run.run_group, "job_type": record.run.job_type}
+            run["name"] = record.run.display_name
             updates = record.run.config.update
         elif kind == "config":
             updates = record.config.update
         elif kind == "history":
             run["history"].append(
-                {
-                    item.key or "/".join(item.nested_key): json.loads(item.value_json)
-                    for item in record.history.item
-                }
+                {_key(item): json.loads(item.value_json) for item in record.history.item}
+            )
+            continue
+        elif kind == "summary":
+            for item in record.summary.update:
+                run["summary"][_key(item)] = json.loads(item.value_json)
+            continue
+        elif kind == "artifact":
+            files = {
+                entry.path: {"local_path": entry.local_path, "digest": entry.digest}
+                for entry in record.artifact.manifest.contents
+            }
+            run["artifacts"].append(
+                {"name": record.artifact.name, "type": record.artifact.type, "files": files}
             )
             continue
         else:

@@ -24,6 +24,7 @@ from tuner.finish import Status
 from tuner.spec import CampaignSpec, MlflowTracking
 
 __all__ = [
+    "ATTACHED",
     "MLFLOW_DB",
     "PARENT_TAG",
     "TRACKING_FILE",
@@ -38,7 +39,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 TRACKING_FILE = "tracking.json"
-"""The run folder's record of its MLflow parent run (uri, experiment and run ids)."""
+"""The run folder's record of its tracker runs: MLflow's parent run (uri, experiment and
+run ids) and the campaign's W&B run (:mod:`tuner.tracking_wandb`)."""
 MLFLOW_DB = "mlflow.db"
 """The run folder's MLflow store when ``tracking.mlflow.tracking_uri`` is not set."""
 ARTIFACTS_DIR = "mlartifacts"
@@ -46,7 +48,7 @@ ARTIFACTS_DIR = "mlartifacts"
 PARENT_TAG = "mlflow.parentRunId"
 """MLflow's tag that nests a run under another (its UI shows trials under the campaign)."""
 CAMPAIGN_TAG = "tuner.campaign"
-_ATTACHED = (
+ATTACHED = (
     rundir.CAMPAIGN_FILE,
     rundir.SUMMARY_FILE,
     rundir.BEST_FILE,
@@ -54,7 +56,7 @@ _ATTACHED = (
     "report.md",
     "report.json",
 )
-"""Run-folder files attached to the parent run at the end, those that exist."""
+"""Run-folder files attached to the campaign's run at the end, those that exist."""
 
 
 def require(module: str, extra: str, what: str) -> ModuleType:
@@ -220,7 +222,7 @@ def close_parent_run(parent: ParentRun, run_dir: Path, summary: dict[str, Any]) 
         for key, value in metrics.items():
             client.log_metric(run_id, key, value)
         client.set_tag(run_id, "tuner.status", str(summary.get("status", "")))
-        for name in _ATTACHED:
+        for name in ATTACHED:
             if (run_dir / name).is_file():
                 client.log_artifact(run_id, str(run_dir / name))
         client.set_terminated(run_id, status="FINISHED" if ended else "KILLED")

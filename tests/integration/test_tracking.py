@@ -1,11 +1,15 @@
 """One small campaign logged to MLflow (its run folder's SQLite store) and W&B (offline),
 through the real CLI flags, read back: MLflow has one parent run and a child run per trial
 with its per-epoch metrics, stop reason and cost; W&B's offline run files (read with
-tests/wandb_records.py) hold the same; optuna-dashboard, started by `tuner dashboard` on
-the run folder, serves the study with each trial's cost among its user attributes."""
+tests/wandb_records.py) hold the same, and the campaign's own W&B run in the trials' group
+holds the best configuration, the totals and the report as an artifact; optuna-dashboard,
+started by `tuner dashboard` on the run folder, serves the study with each trial's cost among
+its user attributes."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import subprocess
 import sys
@@ -27,6 +31,7 @@ from tests.wandb_records import read_run
 from tuner import rundir
 from tuner.study import COST_ATTR, STOP_REASON_ATTR, TUNE_TRIAL_ID_ATTR
 from tuner.tracking import PARENT_TAG, TRACKING_FILE
+from tuner.tracking_wandb import CAMPAIGN_JOB
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -135,12 +140,15 @@ def test_a_resume_reopens_the_same_parent_run(run_dir: Path) -> None:
     assert sum(PARENT_TAG not in r.data.tags for r in runs) == 1
 
 
+def _wandb_runs(run_dir: Path) -> list[dict[str, Any]]:
+    return [read_run(p) for p in sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))]
+
+
 def test_wandb_offline_run_files_hold_each_trial(run_dir: Path) -> None:
     trials = _by_tune_id(run_dir)
-    files = sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))
-    assert len(files) == TRIALS
-    for path in files:
-        run = read_run(path)
+    runs = [r for r in _wandb_runs(run_dir) if r["job_type"] != CAMPAIGN_JOB]
+    assert len(runs) == TRIALS
+    for run in runs:
         trial = trials[run["id"]]
         assert run["project"] == "tuner-test" and run["group"] == "tracked"
         config = run["config"]
@@ -150,6 +158,36 @@ def test_wandb_offline_run_files_hold_each_trial(run_dir: Path) -> None:
         assert config["cost_usd"] == trial.user_attrs[COST_ATTR]
         epochs = {int(row["epoch"]): row["val_acc"] for row in run["history"] if "val_acc" in row}
         assert epochs == trial.intermediate_values
+
+
+def test_wandb_has_the_campaign_run_in_the_trials_group_with_the_report(run_dir: Path) -> None:
+    summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
+    runs = _wandb_runs(run_dir)
+    campaigns = [r for r in runs if r["job_type"] == CAMPAIGN_JOB]
+    assert len(campaigns) == 1 and len(runs) == TRIALS + 1
+    run = campaigns[0]
+    assert (run["project"], run["group"], run["name"]) == ("tuner-test", "tracked", "tracked")
+    assert run["id"] == json.loads((run_dir / TRACKING_FILE).read_text())["wandb"]["run_id"]
+    assert run["id"] not in _by_tune_id(run_dir)
+    assert run["config"]["best"] == summary["best"]["params"]
+    assert run["summary"]["best_value"] == pytest.approx(summary["best"]["value"])
+    assert run["summary"]["best_trial"] == summary["best"]["tune_trial_id"]
+    assert run["summary"]["cost_usd"] == pytest.approx(summary["budget"]["usd"])
+    assert summary["budget"]["usd"] > 0
+    assert run["summary"]["status"] == summary["status"]
+    assert run["summary"]["trials_run"] == summary["trials_run"] == TRIALS
+    assert run["summary"]["trials_finished"] == summary["trials_finished"]
+    [artifact] = run["artifacts"]
+    assert artifact["type"] == "report" and artifact["name"] == "tracked-report"
+    files = artifact["files"]
+    assert {"report.html", "report.md", "summary.json", "best.yaml"} <= set(files)
+    for name, entry in files.items():
+        # Each file W&B will upload is a copy inside the run folder's wandb/, as it was.
+        local = Path(entry["local_path"])
+        assert local.is_relative_to((run_dir / "wandb").resolve()), local
+        assert local.read_bytes() == (run_dir / name).read_bytes()
+        digest = base64.b64encode(hashlib.md5(local.read_bytes()).digest()).decode()
+        assert entry["digest"] == digest
 
 
 def _get(url: str) -> Any:

@@ -83,7 +83,7 @@ from tuner.status import ended_document
 from tuner.stop import clear_stop_request
 from tuner.study import check_reachable, checkpoint_study, name_metrics, open_study
 from tuner.summary import format_failures, format_table, load_rows, standings
-from tuner.tracking import ParentRun, close_parent_run, open_parent_run
+from tuner.tracking import close_parent_run, open_parent_run
 from tuner.warm_start import plan_warm_start, seed_study
 
 
@@ -220,7 +220,7 @@ def run_campaign(
                 print(warm.line(), file=stream or sys.stdout)
         tuner = build_tuner(campaign, concurrent=concurrent)
         result = _fit_and_summarize(campaign, tuner, cluster)
-    _finish(result, storage, stream, campaign.parent_run)
+    _finish(result, storage, stream, campaign)
     return result
 
 
@@ -310,7 +310,7 @@ def resume_campaign(
         tuner = restore_tuner(campaign)
         print(f"resuming campaign {spec.name} from {run_dir}", file=campaign.out)
         result = _fit_and_summarize(campaign, tuner, cluster)
-    _finish(result, storage, stream, campaign.parent_run)
+    _finish(result, storage, stream, campaign)
     return result
 
 
@@ -350,15 +350,20 @@ def _finished_before(run_dir: Path, spec: CampaignSpec) -> Standings | None:
 
 
 def _finish(
-    result: CampaignResult, storage: str | None, stream: TextIO | None, parent: ParentRun | None
+    result: CampaignResult, storage: str | None, stream: TextIO | None, campaign: Campaign
 ) -> None:
-    """The report, the campaign's MLflow run closed with it, then the copy to storage: after
-    the embedded Ray is shut down, so its workers (and on a GPU machine their CUDA memory)
-    are not held while plots are drawn."""
+    """The report, the campaign's MLflow run closed and its W&B run written with it, then the
+    copy to storage: after the embedded Ray is shut down, so its workers (and on a GPU
+    machine their CUDA memory) are not held while plots are drawn."""
     run_dir = result.run_dir
     write_report_safely(run_dir, stream or sys.stdout)
-    if parent is not None:
-        close_parent_run(parent, run_dir, result.summary)
+    if campaign.parent_run is not None:
+        close_parent_run(campaign.parent_run, run_dir, result.summary)
+    wandb = campaign.spec.tracking.wandb if campaign.spec.tracking is not None else None
+    if wandb is not None:
+        from tuner.tracking_wandb import write_campaign_run
+
+        write_campaign_run(wandb, run_dir, result.summary)
     upload(run_dir, storage, stream)
 
 

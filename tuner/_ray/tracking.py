@@ -5,7 +5,8 @@ settings, not the service's reserved keys), every result it reports (one step pe
 and at its end why it stopped, the epochs it trained and its cost (its share of the
 campaign's spend, :meth:`tuner.budget.Ledger.trial_usd`), as the searcher decided them
 (:attr:`Campaign.ended`). MLflow's trial runs are children of the campaign's parent run
-(:mod:`tuner.tracking`); W&B's are grouped by campaign.
+(:mod:`tuner.tracking`); W&B's are grouped by campaign, with the campaign's own run in
+the group (:mod:`tuner.tracking_wandb`).
 
 Tune pickles its callbacks into ``tuner.pkl``; the campaign is left out of that pickle, and
 a resumed campaign hands Tune new callbacks around its own campaign. A resumed trial's MLflow
@@ -27,6 +28,7 @@ from tuner.contract import RESERVED_PREFIX
 from tuner.errors import TunerError
 from tuner.spec import CampaignSpec, WandbMode, WandbTracking
 from tuner.tracking import PARENT_TAG, ParentRun, check_store, require
+from tuner.tracking_wandb import wandb_folder, wandb_group
 
 __all__ = ["TrialRunsMLflow", "TrialRunsWandb", "check_trackers", "tracking_callbacks"]
 
@@ -111,11 +113,11 @@ class TrialRunsWandb(WandbLoggerCallback):
 
     def __init__(self, settings: WandbTracking, run_dir: Path, campaign: Campaign) -> None:
         # W&B writes its run files under <dir>/wandb/: the run folder's wandb/ by default.
-        folder = Path(settings.dir) if settings.dir else run_dir
+        folder = wandb_folder(settings, run_dir)
         folder.mkdir(parents=True, exist_ok=True)
         super().__init__(
             project=settings.project,
-            group=settings.group or run_dir.name,
+            group=wandb_group(settings, run_dir),
             mode=settings.mode.value,
             dir=str(folder.resolve()),
         )
