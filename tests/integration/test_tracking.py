@@ -4,7 +4,8 @@ with its per-epoch metrics, stop reason and cost; W&B's offline run files (read 
 tests/wandb_records.py) hold the same, and the campaign's own W&B run in the trials' group
 holds the best configuration, the totals and the report as an artifact; optuna-dashboard,
 started by `tuner dashboard` on the run folder, serves the study with each trial's cost among
-its user attributes."""
+its user attributes. A resumed trial's MLflow run is found again under its parent (driven
+without Ray, in the same store)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import optuna
 import pytest
@@ -29,8 +31,10 @@ from tests.ports import free_port
 from tests.processes import reap, spawn
 from tests.wandb_records import read_run
 from tuner import rundir
+from tuner._ray.campaign import Campaign
+from tuner._ray.tracking import TRIAL_TAG, TrialRunsMLflow
 from tuner.study import COST_ATTR, STOP_REASON_ATTR, TUNE_TRIAL_ID_ATTR
-from tuner.tracking import PARENT_TAG, TRACKING_FILE
+from tuner.tracking import PARENT_TAG, TRACKING_FILE, ParentRun
 from tuner.tracking_wandb import CAMPAIGN_JOB
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -188,6 +192,66 @@ def test_wandb_has_the_campaign_run_in_the_trials_group_with_the_report(run_dir:
         assert local.read_bytes() == (run_dir / name).read_bytes()
         digest = base64.b64encode(hashlib.md5(local.read_bytes()).digest()).decode()
         assert entry["digest"] == digest
+
+
+class FakeTrial:
+    """What the callback reads of a Tune trial; a resumed driver has a new object."""
+
+    def __init__(self, trial_id: str, config: dict[str, Any]) -> None:
+        self.trial_id = trial_id
+        self.config = config
+
+    def __str__(self) -> str:
+        return f"train_{self.trial_id}"
+
+
+def _callback(parent: ParentRun, ended: dict[str, Any]) -> TrialRunsMLflow:
+    callback = TrialRunsMLflow(parent, cast(Campaign, SimpleNamespace(ended=ended)))
+    callback.setup()
+    return callback
+
+
+def test_a_resumed_trial_goes_on_in_its_own_run_under_its_parent(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    """TrialRunsMLflow driven through Tune's logger callback protocol by two drivers (the
+    crashed one and the resumed one), with a stand-in for Tune's Trial, no Ray: in an
+    experiment of its own in the campaign's MLflow store (no second store to create)."""
+    client = _client(run_dir)
+    uri = f"sqlite:///{run_dir / 'mlflow.db'}"
+    experiment = client.create_experiment("resume", artifact_location=tmp_path.as_uri())
+    parent = client.create_run(experiment, run_name="campaign").info.run_id
+    other = client.create_run(experiment, run_name="another campaign").info.run_id
+    # Another campaign in the same experiment has a trial of the same name.
+    decoy = client.create_run(
+        experiment, tags={TRIAL_TAG: "train_t0", PARENT_TAG: other}, run_name="train_t0"
+    ).info.run_id
+    runs = ParentRun(uri, experiment, "resume", parent)
+    config = {"lr": 0.01, "tuner_seed": 3}
+
+    before = _callback(runs, ended={})  # the driver that crashed after epoch 1
+    trial = FakeTrial("t0", config)
+    before.log_trial_start(cast(Any, trial))
+    before.log_trial_result(1, cast(Any, trial), {"training_iteration": 1, "val_acc": 0.5})
+
+    ended = {"t0": {"stop_reason": "completed", "epochs": 2, "cost_usd": 0.25}}
+    after = _callback(runs, ended=ended)  # the resumed driver: new callback, new trial object
+    trial = FakeTrial("t0", config)
+    after.log_trial_start(cast(Any, trial))
+    after.log_trial_result(2, cast(Any, trial), {"training_iteration": 2, "val_acc": 0.7})
+    after.log_trial_end(cast(Any, trial))
+
+    mine = client.search_runs([experiment], filter_string=f"tags.`{PARENT_TAG}` = '{parent}'")
+    assert len(mine) == 1
+    run = client.get_run(mine[0].info.run_id)
+    assert run.info.status == "FINISHED" and run.data.tags[TRIAL_TAG] == "train_t0"
+    history = client.get_metric_history(run.info.run_id, "val_acc")
+    assert {m.step: m.value for m in history} == {1: 0.5, 2: 0.7}
+    assert run.data.params == {"lr": "0.01"}  # the reserved keys are left out
+    assert run.data.tags["stop_reason"] == "completed"
+    assert run.data.metrics["cost_usd"] == 0.25 and run.data.metrics["epochs"] == 2
+    assert client.get_run(decoy).info.status == "RUNNING"  # the other campaign's, untouched
+    assert client.get_metric_history(decoy, "val_acc") == []
 
 
 def _get(url: str) -> Any:
