@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import struct
 import subprocess
 import sys
 import time
@@ -25,6 +26,7 @@ import optuna
 import pytest
 import yaml
 from mlflow.tracking import MlflowClient
+from tensorboardX.proto.event_pb2 import Event
 
 from tests.conftest import run_cli, tiny_digits_campaign
 from tests.ports import free_port
@@ -146,6 +148,26 @@ def test_a_resume_reopens_the_same_parent_run(run_dir: Path) -> None:
 
 def _wandb_runs(run_dir: Path) -> list[dict[str, Any]]:
     return [read_run(p) for p in sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))]
+
+
+def _tensorboard_steps(trial_dir: Path, tag: str) -> set[int]:
+    """The steps of ``tag``'s scalars in a trial folder's TensorBoard event files (TFRecord
+    framing: length, its CRC, an Event proto, its CRC)."""
+    steps = set()
+    for path in trial_dir.glob("events.out.tfevents.*"):
+        data, at = path.read_bytes(), 0
+        while at < len(data):
+            (size,) = struct.unpack("<Q", data[at : at + 8])
+            event = Event.FromString(data[at + 12 : at + 12 + size])
+            at += 12 + size + 4
+            steps |= {event.step for v in event.summary.value if v.tag == tag}
+    return steps
+
+
+def test_tensorboard_events_are_still_written_beside_the_trackers(run_dir: Path) -> None:
+    for tune_id, trial in _by_tune_id(run_dir).items():
+        steps = _tensorboard_steps(run_dir / f"trial_{tune_id}", "ray/tune/val_acc")
+        assert steps == set(trial.intermediate_values), tune_id
 
 
 def test_wandb_offline_run_files_hold_each_trial(run_dir: Path) -> None:
