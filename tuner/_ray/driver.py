@@ -53,21 +53,12 @@ from tuner._ray.snapshot import (
     set_aside_orphans,
 )
 from tuner._ray.tracking import check_trackers
-from tuner.budget import (
-    Ledger,
-    format_spend,
-    make_pricer,
-    read_ledger,
-)
+from tuner.budget import Ledger, make_pricer, read_ledger
+from tuner.closing import closing_text
 from tuner.cost import AshaGeometry, Profile
-from tuner.cost._reality import (
-    PREDICTION_FILE,
-    format_comparison,
-    predict_cost,
-)
+from tuner.cost._reality import PREDICTION_FILE, predict_cost
 from tuner.errors import RunFolderError
 from tuner.finish import (
-    Status,
     close_unstarted,
     failed_trial_count,
     final_trial_ids,
@@ -75,14 +66,13 @@ from tuner.finish import (
     write_report_safely,
     write_summary,
 )
-from tuner.front import format_front
 from tuner.rundir import is_uri, upload
 from tuner.spec import CampaignSpec, Mode, load_campaign
 from tuner.standings import Standings
 from tuner.status import ended_document
 from tuner.stop import clear_stop_request
 from tuner.study import check_reachable, checkpoint_study, name_metrics, open_study
-from tuner.summary import format_failures, format_table, load_rows, standings
+from tuner.summary import load_rows, standings
 from tuner.tracking import close_parent_run, open_parent_run
 from tuner.warm_start import plan_warm_start, seed_study
 
@@ -448,46 +438,9 @@ def _fit_and_summarize_logged(
         ),
     )
     out = stream or sys.stdout
-    print(f"\n{format_table(summary)}\n", file=out)
-    if "pareto_front" in summary:
-        print(f"{format_front(summary['pareto_front'], spec.metrics)}\n", file=out)
-    failures = format_failures(summary)
-    if failures:
-        print(f"{failures}\n", file=out)
-    if cost is not None:
-        print(f"{format_comparison(cost)}\n", file=out)
-    if budget is not None:
-        print(f"{format_spend(budget)}\n", file=out)
-    best = summary["best"]
-    if best is not None:
-        print(
-            f"best {spec.metric}={best['value']:.4f} (trial {best['tune_trial_id']}, "
-            f"{best['state']}); config in {run_dir / rundir.BEST_FILE}",
-            file=out,
-        )
-    if summary["status"] == Status.BUDGET_EXHAUSTED:
-        print(f"status: {Status.BUDGET_EXHAUSTED} ({budget and budget['exhausted']})", file=out)
-    if summary["status"] == Status.FAILURE_LIMIT:
-        limit = summary["failure_limit"]
-        print(
-            f"status: {Status.FAILURE_LIMIT} ({limit['failed']} trials failed, more than "
-            f"failure.max_failed_trials={limit['max_failed_trials']}; "
-            f"{summary['trials_finished']} of {spec.budget.trials} trials finished)",
-            file=out,
-        )
-    if summary["status"] == Status.GOAL_REACHED:
-        goal = summary["goal"]
-        saved = ""
-        if "trial_epochs_saved" in goal:
-            saved = f"; about {goal['trial_epochs_saved']:g} trial-epochs"
-            saved += f" (${goal['usd_saved']:.2f}) of the prediction not spent"
-        print(f"status: {goal['reached']}{saved}", file=out)
-    if campaign.interrupted:
-        print(f"interrupted; `tuner resume {run_dir}` continues the campaign", file=out)
-    if summary["status"] == Status.STOPPED:
-        print(
-            f"status: {Status.STOPPED} ({summary['trials_finished']} of {spec.budget.trials} "
-            f"trials finished); `tuner resume {run_dir}` continues it",
-            file=out,
-        )
+    text = closing_text(
+        spec, run_dir, summary, cost=cost, budget=budget, interrupted=campaign.interrupted
+    )
+    out.write(text)
+    out.flush()
     return CampaignResult(run_dir=run_dir, summary=summary)
