@@ -3,7 +3,8 @@ Pareto front), the failed trials, predicted vs actual, the ledger, the best tria
 config, and how the campaign ended.
 
 One function, :func:`closing_text`, builds it from the summary the campaign wrote
-(``summary.json``) so the driver and the tests print the same text. Pure: no Ray.
+(``summary.json``) so the driver and the tests print the same text; given a terminal's width
+it fits it (:mod:`tuner.terminal`). Pure: no Ray.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tuner.finish import Status
 from tuner.front import format_front
 from tuner.spec import CampaignSpec
 from tuner.summary import format_failures, format_table
+from tuner.terminal import wrap
 
 __all__ = ["closing_text"]
 
@@ -31,6 +33,7 @@ def closing_text(
     cost: dict[str, Any] | None = None,
     budget: dict[str, Any] | None = None,
     interrupted: bool = False,
+    width: int | None = None,
 ) -> str:
     """The end-of-run text of a campaign (ends with a newline).
 
@@ -41,10 +44,16 @@ def closing_text(
         cost: Predicted vs actual (:func:`tuner.finish.predicted_vs_actual`), if any.
         budget: The budget guard's summary, if any.
         interrupted: Tune's run was interrupted (SIGINT).
+        width: The terminal's columns: tables leave out the parameter columns that do not
+            fit (and say how to see them), prose is wrapped at word boundaries. None (not a
+            terminal): every column, no line wrapped.
     """
-    blocks = [f"\n{format_table(dict(summary))}\n"]
+    show_all = f"tuner show {run_dir}"
+    table = format_table(dict(summary), width=width, show_all=show_all)
+    blocks = [f"\n{table}\n"]
     if "pareto_front" in summary:
-        blocks.append(f"{format_front(summary['pareto_front'], spec.metrics)}\n")
+        front = format_front(summary["pareto_front"], spec.metrics, width=width, show_all=show_all)
+        blocks.append(f"{front}\n")
     failures = format_failures(summary)
     if failures:
         blocks.append(f"{failures}\n")
@@ -82,4 +91,4 @@ def closing_text(
             f"status: {Status.STOPPED} ({summary['trials_finished']} of {spec.budget.trials} "
             f"trials finished); `tuner resume {run_dir}` continues it"
         )
-    return "".join(block + "\n" for block in blocks)
+    return wrap("".join(block + "\n" for block in blocks), width)

@@ -33,6 +33,7 @@ from tuner.study import (
     open_study,
 )
 from tuner.summary import summarize
+from tuner.terminal import fit
 
 if TYPE_CHECKING:
     import optuna
@@ -52,14 +53,16 @@ def write_report_safely(run_dir: Path, out: TextIO) -> None:
         written = write_report(run_dir)
     except Exception as err:  # the results are saved; the report can be rewritten
         print(
-            f"report not written ({type(err).__name__}: {err}); `tuner report {run_dir}` retries",
+            fit(
+                f"report not written ({type(err).__name__}: {err}); `tuner report {run_dir}` "
+                "retries",
+                out,
+            ),
             file=out,
         )
         return
-    print(
-        f"report: {written['html']} (also {written['markdown'].name}, {written['json'].name})",
-        file=out,
-    )
+    line = f"report: {written['html']} (also {written['markdown'].name}, {written['json'].name})"
+    print(fit(line, out), file=out)
 
 
 def final_trial_ids(run_dir: Path) -> set[str]:

@@ -26,6 +26,7 @@ import optuna
 
 from tuner.pareto import pareto_front
 from tuner.study import EPOCHS_ATTR, TUNE_TRIAL_ID_ATTR
+from tuner.terminal import fit_table, left_out, wrap
 
 __all__ = [
     "EPOCH_VALUES_PREFIX",
@@ -101,8 +102,15 @@ def front_rows(
     return rows
 
 
-def format_front(front: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> str:
-    """The Pareto front as a plain-text table (one row per trial on it)."""
+def format_front(
+    front: Sequence[Mapping[str, Any]],
+    metrics: Sequence[str],
+    *,
+    width: int | None = None,
+    show_all: str = "",
+) -> str:
+    """The Pareto front as a plain-text table (one row per trial on it); ``width`` and
+    ``show_all`` as for :func:`tuner.summary.format_table`."""
     if not front:
         return "Pareto front: no trial completed all epochs with finite values yet."
     names = sorted({k for row in front for k in row["params"]})
@@ -118,13 +126,11 @@ def format_front(front: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> 
                 *(cell(row["params"].get(n)) for n in names),
             ]
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    out = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
-    out.insert(1, "  ".join("-" * w for w in widths))
+    out, dropped = fit_table(lines, keep=len(head) - len(names), width=width)
     title = f"Pareto front ({len(front)} trial{'s' if len(front) != 1 else ''}): " + ", ".join(
         metrics
     )
-    return "\n".join([title, *out])
+    return "\n".join([wrap(title, width), *out, *left_out(dropped, show_all, width)])
 
 
 def cell(value: Any, digits: int = 6) -> str:

@@ -32,6 +32,7 @@ import yaml
 
 from tuner import atomic
 from tuner.errors import RunFolderError, SpecError
+from tuner.terminal import fit
 
 CAMPAIGN_FILE = "campaign.yaml"
 RUN_FILE = "run.json"
@@ -238,4 +239,5 @@ def upload(run_dir: Path, storage: str | None, stream: TextIO | None) -> None:
         source_filesystem=pyarrow.fs.LocalFileSystem(),
         destination_filesystem=fs,
     )
-    print(f"run folder copied to {target}", file=stream or sys.stdout)
+    out = stream or sys.stdout
+    print(fit(f"run folder copied to {target}", out), file=out)

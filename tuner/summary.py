@@ -37,6 +37,7 @@ from tuner.study import (
     TUNE_TRIAL_ID_ATTR,
     campaign_trials,
 )
+from tuner.terminal import fit_table, left_out
 
 
 @dataclass(frozen=True)
@@ -157,8 +158,15 @@ def _row_dict(row: TrialRow) -> dict[str, Any]:
     }
 
 
-def format_table(summary: dict[str, Any], *, limit: int = 10) -> str:
-    """A plain-text table of the top trials."""
+def format_table(
+    summary: dict[str, Any], *, limit: int = 10, width: int | None = None, show_all: str = ""
+) -> str:
+    """A plain-text table of the top trials.
+
+    ``width``: the terminal's columns; the parameter columns that do not fit are left out
+    and named in a last line, with ``show_all`` (e.g. ``tuner show RUN``) to see them all.
+    None: every column.
+    """
     metric = summary["metric"]
     top = summary["top"][:limit]
     if not top:
@@ -176,10 +184,8 @@ def format_table(summary: dict[str, Any], *, limit: int = 10) -> str:
             *(_fmt(row["params"].get(n)) for n in names),
         ]
         lines.append(cells)
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    out = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
-    out.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(out)
+    out, dropped = fit_table(lines, keep=len(head) - len(names), width=width)
+    return "\n".join([*out, *left_out(dropped, show_all, width)])
 
 
 # -- failed trials --------------------------------------------------------------------------

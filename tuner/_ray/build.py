@@ -40,6 +40,7 @@ from tuner.errors import RunFolderError
 from tuner.rundir import is_uri
 from tuner.space import DefineByRun, make_sampler
 from tuner.spec import CampaignSpec, Mode, SchedulerType
+from tuner.terminal import fit
 
 # Tune snapshots its experiment state every 10 s or more by default; a driver killed in that
 # window loses the record of whatever happened since. One second keeps the window small for
@@ -169,12 +170,12 @@ def build_tuner(campaign: Campaign, *, concurrent: int) -> tune.Tuner:
     """The Tuner of a new campaign, ``concurrent`` trials at a time."""
     spec = campaign.spec
     tune_config, run_config = tune_configs(campaign, concurrent=concurrent)
-    print(
+    start = (
         f"campaign {spec.name}: {spec.budget.trials} trials x <= {spec.budget.max_epochs} "
         f"epochs, {concurrent} at a time, {spec.sampler.type.value} + "
-        f"{spec.scheduler.type.value}\nrun folder {campaign.run_dir}",
-        file=campaign.out,
+        f"{spec.scheduler.type.value}\nrun folder {campaign.run_dir}"
     )
+    print(fit(start, campaign.out), file=campaign.out)
     service = service_config(spec, campaign.stop_key or "")
     return tune.Tuner(
         tune_trainable(spec),

@@ -36,6 +36,7 @@ from tuner.spec import CampaignSpec, Mode
 from tuner.standings import Standings
 from tuner.status import STATUS_ATTR, write_status
 from tuner.study import storage_for, study_storage
+from tuner.terminal import fit
 from tuner.tracking import ParentRun
 
 logger = logging.getLogger(__name__)
@@ -219,11 +220,12 @@ def make_guard(
             limits, usd_per_trial_s=usd_s, gpu_h_per_trial_s=gpu_s, first_rung_s=epoch_s * first
         )
         if cap is not None and cap < concurrent:
-            print(
+            out = stream or sys.stdout
+            line = (
                 f"budget: {cap} trial(s) at a time (of {concurrent} the cluster fits): what "
-                "the budget affords with every one reaching ASHA's first rung",
-                file=stream or sys.stdout,
+                "the budget affords with every one reaching ASHA's first rung"
             )
+            print(fit(line, out), file=out)
             guard.slots = cap
     return guard
 

@@ -73,6 +73,7 @@ from tuner.status import ended_document
 from tuner.stop import clear_stop_request
 from tuner.study import check_reachable, checkpoint_study, name_metrics, open_study
 from tuner.summary import load_rows, standings
+from tuner.terminal import fit, terminal_width
 from tuner.tracking import close_parent_run, open_parent_run
 from tuner.warm_start import plan_warm_start, seed_study
 
@@ -207,7 +208,8 @@ def run_campaign(
             name_metrics(created, list(spec.metrics))
             if warm is not None:
                 seed_study(created, warm)
-                print(warm.line(), file=stream or sys.stdout)
+                out = stream or sys.stdout
+                print(fit(warm.line(), out), file=out)
         tuner = build_tuner(campaign, concurrent=concurrent)
         result = _fit_and_summarize(campaign, tuner, cluster)
     _finish(result, storage, stream, campaign)
@@ -298,7 +300,7 @@ def resume_campaign(
             )
         campaign.earlier = _finished_before(run_dir, spec)
         tuner = restore_tuner(campaign)
-        print(f"resuming campaign {spec.name} from {run_dir}", file=campaign.out)
+        print(fit(f"resuming campaign {spec.name} from {run_dir}", campaign.out), file=campaign.out)
         result = _fit_and_summarize(campaign, tuner, cluster)
     _finish(result, storage, stream, campaign)
     return result
@@ -439,7 +441,13 @@ def _fit_and_summarize_logged(
     )
     out = stream or sys.stdout
     text = closing_text(
-        spec, run_dir, summary, cost=cost, budget=budget, interrupted=campaign.interrupted
+        spec,
+        run_dir,
+        summary,
+        cost=cost,
+        budget=budget,
+        interrupted=campaign.interrupted,
+        width=terminal_width(out),
     )
     out.write(text)
     out.flush()
