@@ -172,3 +172,33 @@ def test_no_secret_of_the_environment_reaches_the_run_folder(
     assert len(files) > 5
     leaked = [str(p) for p in files if any(s in p.read_bytes() for s in secrets)]
     assert leaked == []
+
+
+def test_an_embedded_ray_start_drops_only_rays_token_enabled_notice() -> None:
+    # Ray's own notices, logged as ray.init logs them; no Ray is started.
+    import logging
+
+    from ray._private.authentication import authentication_token_setup as setup
+
+    from tuner._ray.cluster import _quiet_token_notice
+
+    seen: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    logger = logging.getLogger(setup.__name__)
+    keep = Keep(level=logging.DEBUG)
+    logger.addHandler(keep)
+    try:
+        with _quiet_token_notice():
+            setup._warn_token_auth_enabled()
+            setup._warn_token_auth_disabled()
+        setup._warn_token_auth_enabled()  # outside an embedded start: shown
+    finally:
+        logger.removeHandler(keep)
+    assert [m.split(" for this")[0] for m in seen] == [
+        "Token authentication is disabled",
+        "Token authentication is enabled",
+    ]

@@ -178,15 +178,42 @@ def init_ray(options: RayOptions) -> bool:
         # itself turns a node address of 127.0.0.1 into the machine's reachable one and
         # its GCS and raylet listen on all interfaces; the token is what keeps others out
         # (README, "Security").
-        ray.init(
-            address="local",
-            num_cpus=options.num_cpus,
-            num_gpus=options.num_gpus,  # type: ignore[arg-type]  # fractional is fine
-            include_dashboard=False,
-            dashboard_host="127.0.0.1",
-            **common,
-        )
+        with _quiet_token_notice():
+            ray.init(
+                address="local",
+                num_cpus=options.num_cpus,
+                num_gpus=options.num_gpus,  # type: ignore[arg-type]  # fractional is fine
+                include_dashboard=False,
+                dashboard_host="127.0.0.1",
+                **common,
+            )
     return True
+
+
+# The logger of Ray's authentication_token_setup.py; its notice that a new local cluster
+# turned token authentication on (Ray 2.60's default) is a 250-character WARNING line on the
+# terminal of every embedded run.
+_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+_TOKEN_NOTICE = "Token authentication is enabled"
+
+
+class _TokenNoticeFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(_TOKEN_NOTICE)
+
+
+@contextmanager
+def _quiet_token_notice() -> Iterator[None]:
+    """Drops Ray's "token authentication is enabled" notice while an embedded Ray starts:
+    authentication stays on (the token in ~/.ray/auth_token, as Ray sets it up); only that
+    notice is filtered, its warning that authentication is *disabled* still shows."""
+    logger = logging.getLogger(_TOKEN_LOGGER)
+    quiet = _TokenNoticeFilter()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 def is_joined(options: RayOptions) -> bool:
