@@ -8,9 +8,7 @@ is started and shut down otherwise). Ray and torch are imported only when a camp
 
 from __future__ import annotations
 
-import io
 import os
-import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -230,6 +228,7 @@ def profile(
     num_gpus: float | None = None,
     cluster_config: PathLike | None = None,
     worker_logs: bool = False,
+    progress: TextIO | None = None,
 ) -> Profile:
     """Measures a campaign's trainable here: a few short trials, one at a time.
 
@@ -244,6 +243,9 @@ def profile(
         config: One configuration for every trial (a mapping, or a ``best.yaml``).
         address: See :func:`run` (and ``num_cpus``, ``num_gpus``, ``cluster_config``,
             ``worker_logs``).
+        progress: Where to show the measurement's progress (phase, trial and epoch of
+            how many, elapsed time): redrawn in place on a terminal, one line per phase,
+            trial and epoch elsewhere. None: nothing is shown.
 
     Raises:
         SpecError: A bad config, or no trial reported an epoch (the trainable failed).
@@ -260,7 +262,9 @@ def profile(
     if config is not None and not isinstance(config, Mapping):
         config = load_config_file(Path(config))
     options = _ray_options(address, num_cpus, num_gpus, cluster_config, worker_logs)
-    return _measure(spec, trials=trials, epochs=epochs, config=config, options=options)
+    return _measure(
+        spec, trials=trials, epochs=epochs, config=config, options=options, progress=progress
+    )
 
 
 def _measure(
@@ -270,22 +274,15 @@ def _measure(
     epochs: int,
     config: Mapping[str, Any] | None,
     options: RayOptions,
+    progress: TextIO | None = None,
 ) -> Profile:
     """Runs the profiling campaign of ``spec`` in a temporary run folder; its profile."""
-    from tuner._ray.driver import run_campaign
-    from tuner.cost import profile_from_run, profile_spec
+    from tuner._ray.profiling import measure_profile
+    from tuner.cost import profile_spec
 
     measured = profile_spec(spec, trials=trials, epochs=epochs, config=config)
     code_dirs = _code_dirs(spec.source)
-    with (
-        tempfile.TemporaryDirectory(prefix="tuner-profile-") as tmp,
-        rundir.code_dirs_on_path(code_dirs),
-    ):
-        run_dir = Path(tmp) / measured.name
-        run_campaign(measured, run_dir, options, stream=io.StringIO(), code_dirs=code_dirs)
-        return profile_from_run(
-            run_dir, campaign=spec.name, trainable=spec.trainable, source="tuner profile"
-        )
+    return measure_profile(spec, measured, options, code_dirs=code_dirs, progress=progress)
 
 
 def recommend(

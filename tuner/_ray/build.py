@@ -126,6 +126,7 @@ def _callbacks(campaign: Campaign) -> list[tune.Callback]:
         callbacks.append(CampaignCallback(campaign))
     # After the campaign's own: a trial's cost and stop reason are decided before it is logged.
     callbacks.extend(tracking_callbacks(campaign, campaign.parent_run))
+    callbacks.extend(campaign.watchers)
     return callbacks
 
 

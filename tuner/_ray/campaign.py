@@ -83,6 +83,7 @@ class Campaign:
             it ended without ending the campaign, which ``tuner resume`` continues.
         ended: What the searcher decided about each trial that ended, by Tune id: its
             ``stop_reason``, ``epochs`` and ``cost_usd`` (the trackers log them).
+        watchers: More Tune callbacks that only watch (``tuner profile``'s progress).
         parent_run: The campaign's MLflow run, its trials' runs' parent (None: no MLflow).
     """
 
@@ -102,6 +103,7 @@ class Campaign:
     study_name: str | None = None
     ended: dict[str, dict[str, Any]] = field(default_factory=dict)
     parent_run: ParentRun | None = None
+    watchers: tuple[Callback, ...] = ()
     _storage: Any = field(default=None, repr=False)
     _study: Any = field(default=None, repr=False)
 

@@ -15,6 +15,7 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -96,6 +97,7 @@ def run_campaign(
     profile: Profile | None = None,
     usd_per_gpu_hour: float = 0.0,
     storage: str | None = None,
+    watchers: Sequence[tune.Callback] = (),
 ) -> CampaignResult:
     """Runs a new campaign into ``run_dir`` (which must not exist yet).
 
@@ -114,6 +116,8 @@ def run_campaign(
             checkpoints and state, as ``RunConfig.storage_path``; trials on any node write
             there. The run folder keeps the study and the ledger and is copied to
             ``<storage>/<run folder name>/`` at the end. None: all in the run folder.
+        watchers: More Tune callbacks that only watch the run (``tuner profile``'s
+            progress); Tune pickles them with the experiment.
 
     Returns:
         The run folder and its summary.
@@ -197,6 +201,7 @@ def run_campaign(
             study_url=study.get("study_storage"),
             study_name=study.get("study_name"),
             parent_run=open_parent_run(spec, run_dir),
+            watchers=tuple(watchers),
         )
         if campaign.study_url is not None or warm is not None:  # listed/seeded from the start
             created = optuna.create_study(

@@ -72,7 +72,8 @@ def add_profile_command(subparsers: Any) -> None:
         help="measure a campaign's trainable on this machine (for `tuner recommend`)",
         description="Run a few short trials of a campaign's trainable, one at a time, and "
         "record epoch time, trial start-up, samples/s, FLOPs per sample, memory and "
-        "data-loading share as JSON.",
+        "data-loading share as JSON. Progress (phase, trial and epoch of how many, elapsed "
+        "time) goes to stderr: redrawn in place on a terminal, one line per step elsewhere.",
         epilog=_PROFILE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -227,7 +228,12 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     spec = load_campaign_file(args.campaign or DEFAULT_CAMPAIGN)
     out = args.out or Path("profiles") / f"{spec.name}.json"
     profile = tuner.profile(
-        spec, trials=args.trials, epochs=args.epochs, config=args.config, **ray_flags(args)
+        spec,
+        trials=args.trials,
+        epochs=args.epochs,
+        config=args.config,
+        progress=sys.stderr,  # apart from the results on stdout
+        **ray_flags(args),
     )
     profile.write(out)
     _print_profile(profile, out)
@@ -257,7 +263,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
             "pass --profile to reuse one)",
             file=sys.stderr,
         )
-        profile = tuner.profile(spec, trials=3, epochs=3, **ray_flags(args))
+        profile = tuner.profile(spec, trials=3, epochs=3, progress=sys.stderr, **ray_flags(args))
         profile.write(out_dir / "profile.json")
     advice = tuner.recommend(
         spec,
