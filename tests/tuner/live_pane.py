@@ -1,7 +1,9 @@
 """Drives the real progress callback's live view on this process's terminal (run in an
 80-column tmux pane by tests/tuner/test_live_tmux.py): trials start, report and finish over a
-few redraws, more of them running than the pane has rows, with a PENDING warning; then
-``LIVE-PANE-DONE`` is printed. No Ray is started (Tune's trials are stand-ins)."""
+few redraws, more of them running than the pane has rows, with a PENDING warning; then the
+end-of-run printout of a synthetic campaign (tests/tuner/closing_sample.py) through the
+function ``tuner run`` prints it with, at this terminal's width, and ``LIVE-PANE-DONE``. No
+Ray is started (Tune's trials are stand-ins)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import live_campaign
+from tests.tuner.closing_sample import (
+    RUN_DIR,
+    sample_budget,
+    sample_cost,
+    sample_spec,
+    sample_summary,
+)
 from tuner._ray.progress import ProgressCallback
+from tuner.closing import closing_text
+from tuner.terminal import terminal_width
 
 
 class _Guard:
@@ -74,6 +85,13 @@ def main() -> None:
         print(f"a line printed while the view is up, step {step}")  # goes above the view
         time.sleep(0.3)
     cb.on_experiment_end(trials)
+    out = sys.stdout
+    summary = sample_summary()
+    closing = closing_text(
+        sample_spec(), RUN_DIR, summary, cost=sample_cost(), budget=sample_budget(),
+        interrupted=True, width=terminal_width(out),
+    )  # fmt: skip
+    out.write(closing)
     print("LIVE-PANE-DONE", flush=True)
     sys.stdout.flush()
 

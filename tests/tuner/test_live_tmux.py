@@ -1,6 +1,7 @@
 """The live view on a real terminal: an 80x30 tmux pane runs tests/tuner/live_pane.py (the
-real progress callback and rich, Tune's trials stood in for, no Ray) and its screen and
-scrollback are read back: no line wrapped, none drawn twice, the extra trials summed up."""
+real progress callback and rich, Tune's trials stood in for, no Ray, then the end-of-run
+printout tuner run prints) and its screen and scrollback are read back: no line wrapped,
+none drawn twice, the extra trials summed up, the parameter columns that do not fit named."""
 
 from __future__ import annotations
 
@@ -74,5 +75,15 @@ def test_live_view_fits_an_80_column_pane_without_wrapped_or_repeated_lines(
     assert any(line.startswith("epochs ") and "trial-epochs" in line for line in drawn), screen
     more = [line for line in drawn if line.startswith("+") and line.endswith(" more running")]
     assert len(more) == 1, screen
-    view = pane_lines[titles[0] : pane_lines.index("LIVE-PANE-DONE")]
+    table = next(i for i, line in enumerate(pane_lines) if line.startswith("#   trial "))
+    view = pane_lines[titles[0] : table - 1]  # a blank line between the view and the table
     assert len(view) <= HEIGHT - 1, screen
+    # The end-of-run printout below it: the top trials' table keeps its leading columns,
+    # leaves out the parameters that do not fit and names them; prose wrapped by tuner.
+    closing = pane_lines[table : pane_lines.index("LIVE-PANE-DONE")]
+    assert pane_lines[table].split()[:5] == ["#", "trial", "state", "val_acc", "epochs"], screen
+    hidden = [line for line in closing if line.startswith("+") and "not shown:" in line]
+    assert len(hidden) == 1 and "weight_decay" in " ".join(closing), screen
+    best = next(i for i, line in enumerate(closing) if line.startswith("best val_acc=0.9900"))
+    assert closing[best + 1].startswith("  /tmp/a-long-runs-folder-name/"), screen
+    assert any(line.startswith("ledger: spent $5.01") for line in closing), screen
