@@ -99,27 +99,59 @@ def _run_client(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[s
 
 def test_head_site_shadows_nothing_of_the_venv() -> None:
     """The head's packages are on its PYTHONPATH, ahead of .venv's site-packages: none
-    of them may be a package .venv has too (``google`` is a namespace package both
-    share: its subpackages must differ)."""
+    of them may be a package .venv has too. A namespace package both share (``google``,
+    ``opentelemetry``: no ``__init__.py`` on either side) is fine down to the subpackages
+    they do not share."""
     site = default_head_site()
     problem = head_site_problem(site)
     if problem is not None:
         pytest.skip(problem)
     names = {
-        p.name.removesuffix(".py")
+        p.name
         for p in site.iterdir()
         if not p.name.endswith((".dist-info", ".installed"))
         and p.name not in ("__pycache__", "bin")
     }
-    shared = {
-        n for n in names if (SITE_PACKAGES / n).exists() or (SITE_PACKAGES / f"{n}.py").exists()
-    }
-    assert shared == {"google"}
-    for root in (site / "google", SITE_PACKAGES / "google"):
-        assert not (root / "__init__.py").exists(), f"{root} is not a namespace package"
-    ours = {p.name for p in (site / "google").iterdir()}
-    theirs = {p.name for p in (SITE_PACKAGES / "google").iterdir()}
-    assert ours & theirs == set()
+    assert _shadowed(site, SITE_PACKAGES, names) == []
+
+
+def _shadowed(ours: Path, theirs: Path, names: set[str]) -> list[str]:
+    """The modules under ``ours`` (of ``names``) that a module under ``theirs`` of the same
+    dotted name would be hidden by, descending into namespace packages both have."""
+    shadowed = []
+    for name in sorted(names):
+        mine, other = ours / name, theirs / name
+        stem = name.removesuffix(".py")
+        if not (other.exists() or (theirs / f"{stem}.py").exists() or (theirs / stem).exists()):
+            continue
+        namespace = (
+            mine.is_dir()
+            and other.is_dir()
+            and not (mine / "__init__.py").exists()
+            and not (other / "__init__.py").exists()
+        )
+        if not namespace:
+            shadowed.append(str(mine))
+            continue
+        inner = {p.name for p in mine.iterdir() if p.name != "__pycache__"}
+        shadowed += _shadowed(mine, other, inner)
+    return shadowed
+
+
+def test_shadowed_descends_into_namespace_packages(tmp_path: Path) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    for folder in ("ns/a", "ns/b/x", "pkg"):
+        (ours / folder).mkdir(parents=True)
+    for folder in ("ns/c", "ns/b/y", "pkg"):
+        (theirs / folder).mkdir(parents=True)
+    (ours / "pkg" / "__init__.py").touch()
+    (ours / "mod.py").touch()
+    (theirs / "mod.py").touch()
+    found = _shadowed(ours, theirs, {"ns", "pkg", "mod.py"})
+    assert found == [str(ours / "mod.py"), str(ours / "pkg")]
+    (ours / "ns" / "b" / "z.py").touch()
+    (theirs / "ns" / "b" / "z.py").touch()
+    assert _shadowed(ours, theirs, {"ns"}) == [str(ours / "ns" / "b" / "z.py")]
 
 
 # --------------------------------------------------------------------------- stop
