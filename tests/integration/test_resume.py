@@ -26,8 +26,9 @@ from optuna.trial import TrialState
 
 from tests.conftest import kill_session, run_cli, tiny_digits_campaign
 from tuner import rundir
-from tuner._ray.snapshot import current_slot
-from tuner.status import read_status
+from tuner._ray.snapshot import BACKUP_DIR, STAGING_FILE, current_slot
+from tuner.budget import LEDGER_FILE
+from tuner.status import STATUS_FILE, read_status
 from tuner.summary import load_rows, standings
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -151,6 +152,18 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
     assert done >= finished_at_crash, (first, finished_at_crash)
     if done == finished_at_crash:  # no trial ended between the restore and this line
         assert f"({before_crash.best_trial})" in first, (first, before_crash)
+    # The resumed driver's Tune staging folder kept its own snapshot files only: the copies
+    # of tuner's files its restore downloaded are gone, so no upload overwrote the run
+    # folder's ledger, status or rung state with them.
+    staging = Path((run_dir / BACKUP_DIR / STAGING_FILE).read_text().strip())
+    assert list(staging.glob("experiment_state-*.json")), staging
+    kept = {p.name for p in staging.iterdir() if p.is_file()}
+    assert not kept & {
+        rundir.RUN_FILE,
+        rundir.SCHEDULER_STATE_FILE,
+        LEDGER_FILE,
+        STATUS_FILE,
+    }, kept
 
     study = optuna.load_study(study_name="killed", storage=rundir.study_url(run_dir))
     tune_ids = [t.user_attrs.get("tune_trial_id") for t in study.trials]

@@ -14,6 +14,7 @@ from tuner._ray.snapshot import (
     SUPERSEDED_DIR,
     SnapshotGuard,
     current_slot,
+    drop_run_files,
     recover_trial_logs,
     repair_snapshot,
     save_generation,
@@ -294,3 +295,24 @@ def test_a_trial_that_ended_after_the_snapshot_keeps_its_folder(tmp_path: Path) 
         (tmp_path / f"trial_{name}").mkdir()
     assert set_aside_orphans(tmp_path, finished={"d"}) == ["trial_e"]
     assert sorted(p.name for p in tmp_path.glob("trial_*")) == ["trial_a", "trial_d"]
+
+
+def test_drop_run_files_leaves_tunes_own_files_in_its_staging_folder(tmp_path: Path) -> None:
+    tunes = [
+        "experiment_state-2026-12-08_01-49-04.json",
+        "search_gen_state-2026-12-08_01-49-04.json",
+        "searcher-state-2026-12-08_01-49-04.pkl",
+        "basic-variant-state-2026-12-08_01-49-04.json",
+        "tuner.pkl",
+        "trainable.pkl",
+    ]
+    copies = ["ledger.json", "status.json", "scheduler_state.json", "run.json", "x.pkl"]
+    for name in (*tunes, *copies, "notes.txt"):
+        (tmp_path / name).write_text("{}")
+    (tmp_path / "trial_1").mkdir()
+    (tmp_path / "trial_1" / "result.json").write_text("{}")
+    assert drop_run_files(tmp_path) == sorted(copies)
+    left = {p.name for p in tmp_path.iterdir()}
+    assert left == {*tunes, "notes.txt", "trial_1"}
+    assert (tmp_path / "trial_1" / "result.json").is_file()
+    assert drop_run_files(tmp_path) == []

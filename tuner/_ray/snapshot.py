@@ -161,7 +161,11 @@ class SnapshotGuard(Callback):
 
     def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
         if self._staging is None:
-            self._note_staging(_staging_dir(trials))
+            staging = _staging_dir(trials)
+            if staging is not None:
+                # Before Tune's first upload of this session (at the end of this step).
+                drop_run_files(staging)
+            self._note_staging(staging)
 
     def get_state(self) -> dict[str, Any] | None:
         if self._staging is not None:
@@ -230,6 +234,40 @@ class KeepTrialLogs(Callback):
                     Path(trial.storage.trial_fs_path, name).as_posix(),
                     destination_filesystem=trial.storage.storage_filesystem,
                 )
+
+
+# Tune's own files at the top of its staging folder; anything else there is a copy of a
+# run-folder file of tuner's that Tune's restore downloaded (below).
+_TUNE_FILES = (*_PATTERNS, "basic-variant-state-*.json", "tuner.pkl", "trainable.pkl")
+
+
+def drop_run_files(staging: Path) -> list[str]:
+    """Deletes from Tune's staging folder the copies of tuner's own run-folder files.
+
+    Restoring, Tune copies every ``*.json`` and ``*.pkl`` of the run folder into its staging
+    folder (``sync_down_experiment_state``: ``ledger.json``, ``status.json``,
+    ``scheduler_state.json``, ``run.json``... as they were at the resume), and each of its
+    snapshot uploads then copies the whole staging folder back over the run folder, file by
+    file and in place: the stale copies overwrite what the guard, the scheduler and the
+    status writer wrote since, and a driver killed during that copy leaves the file torn
+    (an empty ``ledger.json`` failed the next resume). Tune needs none of them; deleting
+    them from the staging folder leaves the run folder's files alone (an upload copies,
+    it never deletes). Returns the names deleted.
+    """
+    dropped = []
+    for path in sorted(staging.glob("*")):
+        if not path.is_file() or path.suffix not in (".json", ".pkl"):
+            continue
+        if any(path.match(pattern) for pattern in _TUNE_FILES):
+            continue
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        dropped.append(path.name)
+    if dropped:
+        logger.debug("dropped run-folder copies from Tune's staging folder: %s", dropped)
+    return dropped
 
 
 def _staging_dir(trials: list[Any]) -> Path | None:
