@@ -21,7 +21,7 @@ from typing import Any
 from tuner import atomic, rundir
 from tuner.errors import TunerError
 from tuner.finish import Status
-from tuner.spec import CampaignSpec, MlflowTracking
+from tuner.spec import CampaignSpec, MlflowTracking, WandbMode
 
 __all__ = [
     "ATTACHED",
@@ -34,6 +34,7 @@ __all__ = [
     "mlflow_uri",
     "open_parent_run",
     "require",
+    "wandb_environment",
 ]
 
 logger = logging.getLogger(__name__)
@@ -228,3 +229,15 @@ def close_parent_run(parent: ParentRun, run_dir: Path, summary: dict[str, Any]) 
         client.set_terminated(run_id, status="FINISHED" if ended else "KILLED")
     except Exception:  # the tracker is a copy; summary.json and the report are the record
         logger.warning("the campaign's MLflow run was not closed", exc_info=True)
+
+
+def wandb_environment(spec: CampaignSpec) -> dict[str, str]:
+    """What W&B is to read while ``spec`` runs: offline mode is W&B's ``WANDB_MODE``
+    (Ray's callback asks for an API key unless it is set), and no console banners."""
+    wandb = spec.tracking.wandb if spec.tracking is not None else None
+    if wandb is None:
+        return {}
+    env = {"WANDB_SILENT": "true"}
+    if wandb.mode is WandbMode.OFFLINE:
+        env["WANDB_MODE"] = WandbMode.OFFLINE.value
+    return env

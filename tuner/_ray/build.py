@@ -30,7 +30,6 @@ from tuner._ray.snapshot import (
     KeepTrialLogs,
     SnapshotGuard,
 )
-from tuner._ray.tracking import tracking_callbacks, wandb_environment
 from tuner._ray.trial import data_parallel, service_config, tune_trainable
 from tuner.contract import (
     EPOCH_KEY,
@@ -41,6 +40,7 @@ from tuner.rundir import is_uri
 from tuner.space import DefineByRun, make_sampler
 from tuner.spec import CampaignSpec, Mode, SchedulerType
 from tuner.terminal import fit
+from tuner.tracking import wandb_environment
 
 # Tune snapshots its experiment state every 10 s or more by default; a driver killed in that
 # window loses the record of whatever happened since. One second keeps the window small for
@@ -125,7 +125,12 @@ def _callbacks(campaign: Campaign) -> list[tune.Callback]:
     if campaign.guard is not None:
         callbacks.append(CampaignCallback(campaign))
     # After the campaign's own: a trial's cost and stop reason are decided before it is logged.
-    callbacks.extend(tracking_callbacks(campaign, campaign.parent_run))
+    if campaign.spec.tracking is not None:
+        # Ray's MLflow and W&B integrations import mlflow and wandb (over a second at every
+        # start): only for a campaign that tracks.
+        from tuner._ray.tracking import tracking_callbacks
+
+        callbacks.extend(tracking_callbacks(campaign, campaign.parent_run))
     callbacks.extend(campaign.watchers)
     return callbacks
 

@@ -53,7 +53,7 @@ from tuner._ray.snapshot import (
     repair_snapshot,
     set_aside_orphans,
 )
-from tuner._ray.tracking import check_trackers
+from tuner._ray.tracker_checks import check_trackers
 from tuner.budget import Ledger, make_pricer, read_ledger
 from tuner.closing import closing_text
 from tuner.cost import AshaGeometry, Profile

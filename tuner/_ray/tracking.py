@@ -25,12 +25,11 @@ from ray.tune.experiment import Trial
 
 from tuner._ray.campaign import Campaign
 from tuner.contract import RESERVED_PREFIX
-from tuner.errors import TunerError
-from tuner.spec import CampaignSpec, WandbMode, WandbTracking
-from tuner.tracking import PARENT_TAG, ParentRun, check_store, require
+from tuner.spec import WandbTracking
+from tuner.tracking import PARENT_TAG, ParentRun
 from tuner.tracking_wandb import wandb_folder, wandb_group
 
-__all__ = ["TrialRunsMLflow", "TrialRunsWandb", "check_trackers", "tracking_callbacks"]
+__all__ = ["TrialRunsMLflow", "TrialRunsWandb", "tracking_callbacks"]
 
 TRIAL_TAG = "trial_name"
 """The tag Ray's MLflow callback names each trial's run by."""
@@ -147,48 +146,6 @@ class TrialRunsWandb(WandbLoggerCallback):
             # A result of config only: W&B's logging actor updates the run's config with it.
             self._trial_queues[trial].put((_QueueItem.RESULT, {"config": ending}))
         super().log_trial_end(trial, failed=failed)
-
-
-def check_trackers(spec: CampaignSpec) -> None:
-    """Before anything is written: the trackers' packages are installed (else the extra
-    to install is named) and an online W&B run has an API key (W&B's own check).
-
-    Raises:
-        TunerError: A tracker's package is missing, or W&B online has no API key.
-    """
-    tracking = spec.tracking
-    if tracking is None:
-        return
-    if tracking.mlflow is not None:
-        check_store(spec)
-    if tracking.wandb is not None:
-        require("wandb", "wandb", "tracking: wandb")
-        if tracking.wandb.mode is WandbMode.ONLINE:
-            from ray.air.integrations.wandb import _set_api_key
-
-            try:
-                _set_api_key()
-            except ValueError:
-                raise TunerError(
-                    "W&B's online mode needs an API key, and none is set",
-                    source=spec.source,
-                    path="tracking.wandb.mode",
-                    got=tracking.wandb.mode.value,
-                    fix="set WANDB_API_KEY (or run `wandb login`), or log offline: "
-                    "tracking.wandb.mode: offline (`wandb sync` uploads the runs later)",
-                ) from None
-
-
-def wandb_environment(spec: CampaignSpec) -> dict[str, str]:
-    """What W&B is to read while ``spec`` runs: offline mode is W&B's ``WANDB_MODE``
-    (Ray's callback asks for an API key unless it is set), and no console banners."""
-    wandb = spec.tracking.wandb if spec.tracking is not None else None
-    if wandb is None:
-        return {}
-    env = {"WANDB_SILENT": "true"}
-    if wandb.mode is WandbMode.OFFLINE:
-        env["WANDB_MODE"] = WandbMode.OFFLINE.value
-    return env
 
 
 def tracking_callbacks(campaign: Campaign, parent: ParentRun | None) -> list[Callback]:
