@@ -38,7 +38,7 @@ def test_campaign_file_runs_from_the_cli(campaign: Path, tmp_path: Path) -> None
             "run",
             str(campaign),
             "--trials",
-            "3",
+            "2",
             "--max-epochs",
             "2",
             "--runs-dir",
@@ -53,9 +53,9 @@ def test_campaign_file_runs_from_the_cli(campaign: Path, tmp_path: Path) -> None
     run_dir = runs / spec.name
     assert f"run folder {run_dir}" in run.stdout
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["trials_run"] == 3 and summary["status"] == "completed"
+    assert summary["trials_run"] == 2 and summary["status"] == "completed"
     assert (run_dir / "best.yaml").is_file()
 
     show = run_cli(["show", str(run_dir), "--json"], cwd=tmp_path, timeout=120)
     assert show.returncode == 0, show.stderr
-    assert json.loads(show.stdout)["trials"] == 3
+    assert json.loads(show.stdout)["trials"] == 2

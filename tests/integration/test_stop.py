@@ -24,7 +24,7 @@ from tuner.stop import STOP_REQUEST_FILE
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-TRIALS = 10
+TRIALS = 6
 
 
 def _slow(data: dict) -> dict:  # type: ignore[type-arg]
@@ -39,7 +39,7 @@ def _epochs_in_study(run_dir: Path, name: str) -> dict[int, list[int]]:
 
 
 def test_stop_then_resume_loses_and_repeats_nothing(tmp_path: Path) -> None:
-    data = _slow(tiny_digits_campaign(name="stopped", budget={"trials": TRIALS, "max_epochs": 8}))
+    data = _slow(tiny_digits_campaign(name="stopped", budget={"trials": TRIALS, "max_epochs": 5}))
     campaign = tmp_path / "stopped.yaml"
     campaign.write_text(yaml.safe_dump(data))
     run_dir = tmp_path / "runs" / "stopped"
@@ -122,7 +122,7 @@ def test_stop_then_resume_loses_and_repeats_nothing(tmp_path: Path) -> None:
 def test_stop_now_interrupts_and_resume_finishes(tmp_path: Path) -> None:
     """--now: SIGINT to the local driver; Tune ends at once, the campaign is not finished
     (DIED, exit 130 as after Ctrl+C) and a resume finishes it with the trials asked for."""
-    data = _slow(tiny_digits_campaign(name="now", budget={"trials": 6, "max_epochs": 8}))
+    data = _slow(tiny_digits_campaign(name="now", budget={"trials": 4, "max_epochs": 5}))
     (tmp_path / "now.yaml").write_text(yaml.safe_dump(data))
     run_dir = tmp_path / "runs" / "now"
     driver = subprocess.Popen(
@@ -156,6 +156,6 @@ def test_stop_now_interrupts_and_resume_finishes(tmp_path: Path) -> None:
     resumed = run_cli(["resume", str(run_dir), "--num-cpus", "2"], cwd=tmp_path, timeout=300)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
-    assert summary["status"] == "completed" and summary["trials_run"] == 6, summary
+    assert summary["status"] == "completed" and summary["trials_run"] == 4, summary
     for number, epochs in _epochs_in_study(run_dir, "now").items():
         assert epochs == list(range(1, len(epochs) + 1)), (number, epochs)
