@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import live_campaign
+from tuner import atomic
 from tuner._ray.progress import ProgressCallback, format_money
+from tuner.cost import AshaGeometry
+from tuner.cost._reality import PREDICTION_FILE, predict_cost
 from tuner.standings import Standings
 
 
@@ -67,6 +70,11 @@ def _callback(stream: io.StringIO, campaign: Any) -> ProgressCallback:
 
 
 def test_terminal_gets_the_live_view_redrawn_in_place(campaign: Any) -> None:
+    # The prediction the driver writes at the start (the live view's total before any epoch
+    # is timed).
+    geometry = AshaGeometry.from_spec(campaign.spec)
+    prediction = predict_cost(geometry, workers=2, gpus_per_trial=0, usd_per_gpu_hour=0)
+    atomic.write_json(campaign.run_dir / PREDICTION_FILE, prediction)
     out = _Tty()
     cb = _callback(out, campaign)
     running = _Trial("run1", "RUNNING", [0.5, 0.6])

@@ -22,7 +22,8 @@ from rich.console import Console
 from rich.live import Live
 
 from tuner.contract import EPOCH_KEY
-from tuner.cost import AshaGeometry, estimate_work
+from tuner.cost import AshaGeometry
+from tuner.cost._reality import read_prediction
 from tuner.live import LiveState, LiveView, TrialRow, compact_counts, gpu_text, rung_label
 from tuner.outcome import Outcome, decide_outcome
 from tuner.standings import Standings
@@ -157,7 +158,8 @@ class ProgressCallback(Callback):
         # (spend against the budget).
         self._campaign = campaign
         self._live: Live | None = None  # the live view on a terminal, once drawn
-        self._planned_epochs: float | None = None  # the campaign's trial-epochs, planned
+        # The campaign's planned trial-epochs, once read: (None,) when no prediction was written.
+        self._planned_epochs: tuple[float | None] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -267,16 +269,15 @@ class ProgressCallback(Callback):
 
     def _planned(self) -> float | None:
         """The campaign's expected trial-epochs before any is measured: the cost model's
-        replay of ASHA (:func:`tuner.cost.estimate_work`) at the guard's trials at once."""
+        replay of ASHA the driver wrote to ``prediction.json`` at the start (read once)."""
         campaign = self._campaign
         if campaign is None:
             return None
-        if getattr(self, "_planned_epochs", None) is None:
-            geometry = AshaGeometry.from_spec(campaign.spec)
-            slots = campaign.guard.slots if campaign.guard is not None else 1
-            estimate = estimate_work(geometry, epoch_s=1.0, workers=slots, runs=100)
-            self._planned_epochs = estimate.trial_epochs
-        return self._planned_epochs
+        cached = getattr(self, "_planned_epochs", None)
+        if cached is None:
+            planned = (read_prediction(campaign.run_dir) or {}).get("trial_epochs")
+            cached = self._planned_epochs = (None if planned is None else float(planned),)
+        return cached[0]
 
     def live_state(
         self, trials: list[Trial], counts: dict[str, int], money: dict[str, Any] | None, now: float
