@@ -28,7 +28,7 @@ from tuner import rundir
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-TRIALS = 6
+TRIALS = 8
 
 
 @pytest.fixture(scope="module")
@@ -87,9 +87,9 @@ def test_submit_list_status_logs_stop_resume(head: RayHead, tmp_path: Path) -> N
     (project / "runs").mkdir()  # left out of the job's working_dir
     (project / "runs" / "big.bin").write_bytes(b"\0" * 1_000_000)
     # Every trial runs all its epochs (FIFO), with small batches: slow enough to stop it
-    # mid-way on any machine (about 3 s per trial here).
+    # mid-way on any machine (about 5 s per trial here).
     big = tiny_digits_campaign(
-        name="svc-a", budget={"trials": TRIALS, "max_epochs": 6}, fixed={"batch_size": 8}
+        name="svc-a", budget={"trials": TRIALS, "max_epochs": 10}, fixed={"batch_size": 8}
     )
     big["scheduler"] = {"type": "fifo"}
     small = tiny_digits_campaign(name="svc-b", budget={"trials": 2, "max_epochs": 2})
